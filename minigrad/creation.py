@@ -1,0 +1,160 @@
+"""Factories: zeros, ones, full, empty, arange, linspace, eye, *_like, rand, randn."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import backend as _be
+from . import tensor as _tensor
+from .tensor import Tensor, _wrap
+
+_rng = np.random.default_rng()
+
+
+def manual_seed(seed: int) -> None:
+    """Seed the generator behind rand/randn (and nn initialisation)."""
+    global _rng
+    _rng = np.random.default_rng(seed)
+
+
+def _generator(seed):
+    return _rng if seed is None else np.random.default_rng(seed)
+
+
+def _shape(shape, op):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    for s in shape:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise TypeError(f"{op}: shape entries must be ints, got {s!r}")
+        if s < 0:
+            raise ValueError(f"{op}: negative dimension {s} in shape {tuple(shape)}")
+    return tuple(int(s) for s in shape)
+
+
+def _finish(arr, requires_grad, device):
+    dev = _be.parse_device(device)
+    if dev != "cpu":
+        arr = _be.to_device(arr, dev)
+    t = _wrap(arr)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _dt(dtype):
+    return _tensor._default_dtype if dtype is None else np.dtype(dtype)
+
+
+def _fill(op, shape, value, dtype, device, requires_grad):
+    dev = _be.parse_device(device)
+    xp = _be.xp_for(dev)
+    if dev != "cpu":
+        with xp.cuda.Device(int(dev.split(":")[1])):
+            arr = xp.full(shape, value, dtype=dtype)
+    else:
+        arr = np.full(shape, value, dtype=dtype)
+    t = _wrap(arr)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros: ``mg.zeros(2, 3)`` or ``mg.zeros((2, 3))``."""
+    return _fill("zeros", _shape(shape, "zeros"), 0, _dt(dtype), device, requires_grad)
+
+
+def ones(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones."""
+    return _fill("ones", _shape(shape, "ones"), 1, _dt(dtype), device, requires_grad)
+
+
+def empty(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """An uninitialised tensor (zeros here: reading it is never undefined)."""
+    return _fill("empty", _shape(shape, "empty"), 0, _dt(dtype), device, requires_grad)
+
+
+def full(shape, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with ``fill_value`` (dtype inferred from it when not given)."""
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
+    if dtype is None:
+        dtype = np.bool_ if isinstance(fill_value, bool) else np.int64 if isinstance(fill_value, numbers.Integral) else None
+    return _fill("full", _shape(tuple(shape), "full"), fill_value, _dt(dtype), device, requires_grad)
+
+
+def zeros_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return zeros(x.shape, dtype=x.dtype if dtype is None else dtype,
+                 device=x.device if device is None else device, requires_grad=requires_grad)
+
+
+def ones_like(x, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return ones(x.shape, dtype=x.dtype if dtype is None else dtype,
+                device=x.device if device is None else device, requires_grad=requires_grad)
+
+
+def full_like(x, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    return full(x.shape, fill_value, dtype=x.dtype if dtype is None else dtype,
+                device=x.device if device is None else device, requires_grad=requires_grad)
+
+
+def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Evenly spaced values in [start, stop): ints give int64, floats the default dtype."""
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange: step must not be zero")
+    if dtype is None:
+        ints = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
+        dtype = np.int64 if ints else _tensor._default_dtype
+    return _finish(np.arange(start, stop, step, dtype=np.dtype(dtype)), requires_grad, device)
+
+
+def linspace(start, stop, num=50, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """``num`` evenly spaced values from start to stop inclusive."""
+    return _finish(np.linspace(start, stop, num, dtype=_dt(dtype)), requires_grad, device)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """Identity matrix (n x m)."""
+    return _finish(np.eye(n, m, dtype=_dt(dtype)), requires_grad, device)
+
+
+def rand(*shape, dtype=None, device=None, requires_grad=False, seed=None) -> Tensor:
+    """Uniform [0, 1) samples; ``seed=`` or ``mg.manual_seed`` for reproducibility."""
+    shape = _shape(shape, "rand")
+    dt = _dt(dtype)
+    arr = _generator(seed).random(shape, dtype=np.float64).astype(dt, copy=False)
+    return _finish(arr, requires_grad, device)
+
+
+def randn(*shape, dtype=None, device=None, requires_grad=False, seed=None) -> Tensor:
+    """Standard normal samples; ``seed=`` or ``mg.manual_seed`` for reproducibility."""
+    shape = _shape(shape, "randn")
+    dt = _dt(dtype)
+    arr = _generator(seed).standard_normal(shape, dtype=np.float64).astype(dt, copy=False)
+    return _finish(arr, requires_grad, device)
+
+
+def randint(low, high=None, size=(), dtype=np.int64, device=None, seed=None) -> Tensor:
+    """Random integers in [low, high)."""
+    if high is None:
+        low, high = 0, low
+    arr = _generator(seed).integers(low, high, size=size, dtype=dtype)
+    return _finish(np.asarray(arr), False, device)
+
+
+def tensor(data, dtype=None, requires_grad=False, device=None) -> Tensor:
+    """A new Tensor from data (lists, scalars, NumPy/CuPy arrays, Tensors).
+
+    Python floats and lists of floats become the default dtype (float32); a NumPy
+    or CuPy array keeps its dtype. Only floating tensors may require grad.
+
+    >>> mg.tensor([[1.0, 2.0]], requires_grad=True).shape
+    (1, 2)
+    """
+    if isinstance(data, Tensor):
+        data = data.data.copy()
+    return Tensor(data, dtype=dtype, requires_grad=requires_grad, device=device)

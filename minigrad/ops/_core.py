@@ -1,0 +1,298 @@
+"""How an op is recorded, plus the helpers gradient rules share.
+
+Ops call ``unary``, ``binary`` or ``record``. Those run the forward over
+backend arrays (timed when a profile is active), wrap the result, and record
+a Node when gradients are enabled and an input requires grad.
+
+Gradient rules run on backend arrays in a first-order pass and on Tensors
+with ``create_graph=True``; the ``dual`` helpers below (``exp``, ``where``,
+``sum_to``...) accept either, so one rule serves both.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .. import autograd as _ag
+from .. import backend as _be
+from ..autograd import Node
+from ..tensor import Tensor, _wrap
+
+_nd = np.ndarray
+_generic = np.generic
+
+
+def edge(x):
+    """The parent entry of an input that requires grad: its Node (or (Node, i)) or the leaf."""
+    n = x._node
+    if n is None:
+        return x
+    return n if x._oidx == 0 else (n, x._oidx)
+
+
+def as_array_out(out):
+    """NumPy reductions and ufuncs on 0-d input return scalars: keep arrays."""
+    if out.__class__ is not _nd and isinstance(out, _generic):
+        return np.asarray(out)
+    return out
+
+
+def const(v, op):
+    """A non-Tensor operand as a backend value: Python scalars stay scalars (weakly typed)."""
+    if isinstance(v, (int, float, bool, complex)):
+        return v
+    if isinstance(v, _generic):
+        return v.item()
+    if isinstance(v, _nd) or _be.is_cupy_array(v):
+        return v
+    if isinstance(v, (list, tuple)):
+        return Tensor(v).data
+    if hasattr(v, "_sparse_values_for_grad"):
+        raise TypeError(f"{op}: sparse tensors are not supported here; use mg.sparse functions or .to_dense()")
+    raise TypeError(f"{op}: unsupported operand type {type(v).__name__}")
+
+
+def check_same_device(op, a, b):
+    if type(a) is not type(b) and hasattr(a, "shape") and hasattr(b, "shape"):
+        try:
+            _be.array_module(a, b)
+        except RuntimeError:
+            raise RuntimeError(
+                f"{op}: expected both operands on the same device, got {_be.device_of(a)} and "
+                f"{_be.device_of(b)}; move one with .to(device)"
+            ) from None
+
+
+def unary(op, fwd, rule, x, save=0, attrs=None):
+    """Run a one-input op. ``save``: 0 nothing, 1 the input, 2 the output."""
+    xd = x.data
+    prof = _ag.PROFILER
+    if prof is None:
+        out = fwd(xd)
+    else:
+        t0 = time.perf_counter()
+        out = fwd(xd)
+        prof._add_forward(op, time.perf_counter() - t0)
+    if out.__class__ is not _nd:
+        out = as_array_out(out)
+    r = _wrap(out)
+    if x._rg and _ag.GRAD_ENABLED:
+        n = Node(op, rule, (edge(x),), ((xd.shape, xd.dtype),), (out.shape, out.dtype), attrs)
+        if save == 1:
+            n.save((x,))
+        elif save == 2:
+            n.save((r,), r)
+        r._node = n
+        r._rg = True
+        if prof is not None:
+            prof._add_saved(op, n.saved_bytes)
+    return r
+
+
+def binary(op, fwd, rule, x, y, save=""):
+    """Run a two-input broadcasting op (Tensors, arrays or Python scalars).
+
+    ``save``: "" nothing, "cross" each input only when the other needs a gradient, "both".
+    """
+    if isinstance(x, Tensor):
+        xd = x.data
+        xt = x if x._rg else None
+    else:
+        xd = const(x, op)
+        xt = None
+    if isinstance(y, Tensor):
+        yd = y.data
+        yt = y if y._rg else None
+    else:
+        yd = const(y, op)
+        yt = None
+    if type(xd) is not type(yd):
+        check_same_device(op, xd, yd)
+    prof = _ag.PROFILER
+    try:
+        if prof is None:
+            out = fwd(xd, yd)
+        else:
+            t0 = time.perf_counter()
+            out = fwd(xd, yd)
+            prof._add_forward(op, time.perf_counter() - t0)
+    except ValueError as e:
+        if "broadcast" in str(e):
+            raise ValueError(
+                f"{op}: operands could not be broadcast together: shapes {_shape_of(xd)} and "
+                f"{_shape_of(yd)} (NumPy broadcasting: trailing dims must match or be 1)"
+            ) from None
+        raise
+    if out.__class__ is not _nd:
+        out = as_array_out(out)
+    r = _wrap(out)
+    if (xt is not None or yt is not None) and _ag.GRAD_ENABLED:
+        n = Node(
+            op, rule,
+            (None if xt is None else edge(xt), None if yt is None else edge(yt)),
+            (None if xt is None else (xd.shape, xd.dtype), None if yt is None else (yd.shape, yd.dtype)),
+            (out.shape, out.dtype),
+        )
+        if save == "cross":  # x only when y needs a gradient, and y only when x does
+            n.save((x if yt is not None else None, y if xt is not None else None))
+        elif save == "both":
+            n.save((x, y))
+        r._node = n
+        r._rg = True
+        if prof is not None:
+            prof._add_saved(op, n.saved_bytes)
+    return r
+
+
+def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=None, info=None):
+    """Wrap ``out`` (a backend array) as the result of ``op`` over ``inputs`` (Tensors or
+    constants) and record a Node when needed. ``view_of``: the Tensor whose storage the result
+    shares (its version counter is shared too). ``info``: the attributes a reader of the graph
+    wants to see (axis, keepdims, pattern...)."""
+    out = as_array_out(out)
+    r = _wrap(out)
+    if view_of is not None:
+        r._ver = view_of._ver
+        r._base = view_of if view_of._base is None else view_of._base
+    if not _ag.GRAD_ENABLED:
+        return r
+    need = False
+    for x in inputs:
+        if isinstance(x, Tensor) and x._rg:
+            need = True
+            break
+    if not need:
+        return r
+    parents = tuple(edge(x) if isinstance(x, Tensor) and x._rg else None for x in inputs)
+    meta = tuple((x.data.shape, x.data.dtype) if isinstance(x, Tensor) and x._rg else None for x in inputs)
+    n = Node(op, rule, parents, meta, (out.shape, out.dtype), attrs)
+    n.info = info
+    if save_out:
+        n.save(tuple(saved) + (r,), r)
+    elif saved:
+        n.save(tuple(saved))
+    r._node = n
+    r._rg = True
+    prof = _ag.PROFILER
+    if prof is not None:
+        prof._add_saved(op, n.saved_bytes)
+    return r
+
+
+def timed(op, fn, *args):
+    """Run a forward computation, timing it when a profile is active."""
+    prof = _ag.PROFILER
+    if prof is None:
+        return fn(*args)
+    t0 = time.perf_counter()
+    out = fn(*args)
+    prof._add_forward(op, time.perf_counter() - t0)
+    return out
+
+
+def _shape_of(v):
+    return tuple(v.shape) if hasattr(v, "shape") else "scalar"
+
+
+# ---------------------------------------------------------------------------
+# dual helpers: the same call on backend arrays (first order) or Tensors (create_graph)
+# ---------------------------------------------------------------------------
+
+def is_t(x) -> bool:
+    return isinstance(x, Tensor)
+
+
+def xp_of(x):
+    return _be.array_module(x.data if isinstance(x, Tensor) else x)
+
+
+def unb(g, shape):
+    """sum_to when the gradient's shape differs from the input's (broadcast inputs)."""
+    return g if g.shape == shape else sum_to(g, shape)
+
+
+def sum_to(x, shape):
+    """The inverse of broadcasting: sum ``x`` down to ``shape``.
+
+    Sums away leading axes and the axes where ``shape`` has size 1. Built on sum,
+    so it is differentiable (its gradient is broadcast_to).
+    """
+    shape = tuple(shape)
+    if x.shape == shape:
+        return x
+    lead = len(x.shape) - len(shape)
+    if lead < 0:
+        raise ValueError(f"sum_to: cannot sum shape {tuple(x.shape)} to the longer shape {shape}")
+    axes = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and x.shape[i + lead] != 1
+    )
+    for i, s in enumerate(shape):
+        if s != 1 and x.shape[i + lead] != s:
+            raise ValueError(f"sum_to: shape {tuple(x.shape)} does not broadcast from {shape}")
+    y = x.sum(axis=axes, keepdims=True)
+    if lead:
+        y = y.reshape(shape)
+    return y
+
+
+def broadcast_to(x, shape):
+    if is_t(x):
+        from .shape import broadcast_to as bt
+
+        return bt(x, shape)
+    return xp_of(x).broadcast_to(x, shape)
+
+
+def where(c, a, b):
+    if is_t(a) or is_t(b):
+        from .elementwise import where as w
+
+        return w(c.data if is_t(c) else c, a, b)
+    return xp_of(a).where(c.data if is_t(c) else c, a, b)
+
+
+def _dual1(name):
+    def f(x):
+        if is_t(x):
+            from . import elementwise
+
+            return getattr(elementwise, name)(x)
+        return getattr(xp_of(x), name)(x)
+
+    f.__name__ = name
+    return f
+
+
+exp = _dual1("exp")
+log = _dual1("log")
+sin = _dual1("sin")
+cos = _dual1("cos")
+tanh = _dual1("tanh")
+sqrt = _dual1("sqrt")
+
+
+def sign(x):
+    """Sign as a constant (its derivative is zero almost everywhere)."""
+    d = x.data if is_t(x) else x
+    return xp_of(d).sign(d)
+
+
+def data_of(x):
+    """The backend array behind a value (stops gradients: for masks and constants)."""
+    return x.data if is_t(x) else x
+
+
+def matmul(a, b):
+    if is_t(a) or is_t(b):
+        from .linalg import matmul as mm
+
+        return mm(a, b)
+    return xp_of(a).matmul(a, b)
+
+
+def zeros(like, shape, dtype=None):
+    """Zeros on the device of ``like`` (a constant)."""
+    d = like.data if is_t(like) else like
+    xp = xp_of(d)
+    return xp.zeros(shape, dtype=d.dtype if dtype is None else dtype)
