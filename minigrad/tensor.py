@@ -72,7 +72,7 @@ def _to_array(data, dtype=None, device=None):
     dev = _be.parse_device(device) if device is not None else None
     if dev is not None:
         arr = _be.to_device(arr, dev)
-    elif not _be.is_cupy_array(arr) and _be.get_default_device() != "cpu" and not isinstance(data, np.ndarray):
+    elif _be.get_default_device() != "cpu" and not _be.is_cupy_array(arr):
         arr = _be.to_device(arr, _be.get_default_device())
     return arr
 
@@ -278,6 +278,47 @@ class Tensor:
 
     def copy(self) -> "Tensor":
         return _ew.clone(self)
+
+    # -- storage ---------------------------------------------------------------
+    def stride(self, dim=None):
+        """Strides in elements (not bytes), as PyTorch reports them."""
+        item = self.data.itemsize
+        st = tuple(s // item for s in self.data.strides)
+        return st if dim is None else st[dim]
+
+    def is_contiguous(self) -> bool:
+        return bool(self.data.flags.c_contiguous)
+
+    def contiguous(self) -> "Tensor":
+        """Self when C-contiguous, else a contiguous copy (differentiable)."""
+        return self if self.is_contiguous() else _ew.clone(self)
+
+    def storage_offset(self) -> int:
+        """Offset of the first element from the start of the storage, in elements."""
+        base = self.data
+        while getattr(base, "base", None) is not None:
+            base = base.base
+        if not hasattr(base, "__array_interface__") and not hasattr(base, "data"):
+            return 0
+        try:
+            start = self.data.__array_interface__["data"][0]
+            bstart = base.__array_interface__["data"][0]
+        except AttributeError:  # CuPy
+            start, bstart = self.data.data.ptr, base.data.ptr
+        return (start - bstart) // self.data.itemsize
+
+    # -- sparse ----------------------------------------------------------------
+    def to_sparse_coo(self, sparse_dim=None):
+        """A COO sparse tensor of the non-zero entries (differentiable)."""
+        from . import sparse
+
+        return sparse.to_sparse_coo(self, sparse_dim)
+
+    def to_sparse_csr(self):
+        """A CSR sparse tensor (2-D, or 3-D batched) of the non-zero entries (differentiable)."""
+        from . import sparse
+
+        return sparse.to_sparse_csr(self)
 
     # -- autograd ------------------------------------------------------------
     def backward(self, grad=None, retain_graph=False, create_graph=False) -> None:
