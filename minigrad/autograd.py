@@ -25,12 +25,18 @@ import weakref
 from contextlib import contextmanager
 import functools
 
+import numpy as _np
+
 _seq = itertools.count()
 
 # The global switch read by every op. Kept as a module attribute for speed.
 GRAD_ENABLED = True
 # The active profiler (see profile()), or None: ops check it once per call.
 PROFILER = None
+
+# Bound by tensor.py once the class exists (tensor.py imports this module first).
+Tensor = None
+_wrap = None
 
 
 class Node:
@@ -91,8 +97,6 @@ class Node:
     # -- saving ---------------------------------------------------------------
     def save(self, items, out=None):
         """Save Tensors/arrays for the rule; ``out`` marks the output Tensor by identity."""
-        from .tensor import Tensor
-
         raw = []
         ts = []
         vers = []
@@ -101,11 +105,11 @@ class Node:
                 raw.append(s.data)
                 ts.append(None)
                 self.out_pos = i
-                vers.append((s._ver, s._ver[0], "its output"))
+                vers.append((s._ver, s._ver[0], i))
             elif isinstance(s, Tensor):
                 raw.append(s.data)
                 ts.append(s)
-                vers.append((s._ver, s._ver[0], f"input {i}"))
+                vers.append((s._ver, s._ver[0], i))
             else:
                 raw.append(s)
                 ts.append(None)
@@ -113,25 +117,28 @@ class Node:
         self.saved_t = tuple(ts)
         self.vers = tuple(vers)
 
-    def _unpack(self, graph: bool):
+    def _check(self):
+        """Refuse a freed graph, or saved tensors changed in place since they were saved."""
         if self.freed:
             raise RuntimeError(
                 f"trying to backward through the graph a second time (op {self.op!r}): its saved "
                 "values were freed after the first backward. Pass retain_graph=True to the first "
                 "backward() if you need to call it twice"
             )
-        for cell, v, what in self.vers:
+        for cell, v, i in self.vers:
             if cell[0] != v:
+                what = "its output" if i == self.out_pos else f"input {i}"
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation has been modified by an "
                     f"in-place operation: {what} of op {self.op!r} (output shape {self.out_meta[0]}) "
                     f"was saved at version {v} and is now at version {cell[0]}. Do the in-place "
                     "operation on a clone, or after backward"
                 )
+
+    def _unpack(self, graph: bool):
+        self._check()
         if not graph:
             return self.saved
-        from .tensor import Tensor, _wrap
-
         out = []
         for i, (a, t) in enumerate(zip(self.saved, self.saved_t)):
             if t is not None:
@@ -158,6 +165,11 @@ def is_grad_enabled() -> bool:
 
 class _GradMode:
     _value = True
+
+    def __new__(cls, fn=None):
+        # ``@mg.no_grad`` (no parentheses) decorates directly, as PyTorch allows
+        self = super().__new__(cls)
+        return self if fn is None else self(fn)
 
     def __enter__(self):
         global GRAD_ENABLED
@@ -212,8 +224,6 @@ def _grad_mode(value: bool):
 
 def _as_grad_array(t, g, graph):
     """Validate a user-given output gradient against tensor ``t``."""
-    from .tensor import Tensor, _wrap
-
     if g is None:
         if t.data.size != 1:
             raise RuntimeError(
@@ -245,10 +255,8 @@ def _as_grad_array(t, g, graph):
 
 
 def _call_hooks(hooks, g, graph):
-    from .tensor import Tensor, _wrap
-
     for h in hooks:
-        r = h(g if graph else _wrap(g))
+        r = h(g if graph else _gwrap(g))
         if r is not None:
             if not isinstance(r, Tensor):
                 raise TypeError(f"a gradient hook must return a Tensor or None, got {type(r).__name__}")
@@ -257,8 +265,6 @@ def _call_hooks(hooks, g, graph):
 
 
 def _accumulate_leaf(leaf, g, graph):
-    from .tensor import _wrap
-
     if leaf._hooks:
         g = _call_hooks(leaf._hooks, g, graph)
     if graph:
@@ -269,9 +275,16 @@ def _accumulate_leaf(leaf, g, graph):
         leaf.grad = _wrap(_readonly(leaf.grad.data + g))
 
 
+def _gwrap(g):
+    """A Tensor over a first-order gradient (NumPy arithmetic on 0-d arrays gives scalars)."""
+    return _wrap(_np.asarray(g) if isinstance(g, _np.generic) else g)
+
+
 def _readonly(a):
     """A read-only view of a gradient array, so that one array shared by two
     gradients is never changed through the other (NumPy only)."""
+    if isinstance(a, _np.generic):
+        a = _np.asarray(a)
     flags = getattr(a, "flags", None)
     if flags is not None and hasattr(flags, "writeable"):
         a = a.view()
@@ -308,11 +321,9 @@ def _seq_of(n):
 def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture=None):
     """The reverse pass. With ``capture`` (a dict id(leaf-or-(node,idx)) -> slot) gradients
     are returned there instead of accumulated into leaves' ``.grad`` (``mg.grad``)."""
-    from .tensor import Tensor, _wrap
-
     graph = create_graph
     roots = []
-    prof = PROFILER
+    leaves = {}  # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once
     for t, g in zip(tensors, grads):
         if not isinstance(t, Tensor):
             raise TypeError(f"backward: expected Tensors, got {type(t).__name__}")
@@ -324,67 +335,88 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
         g = _as_grad_array(t, g, graph)
         node = t._node
         if node is None:
-            if capture is not None:
-                if id(t) in capture:
-                    _capture_add(capture, id(t), g)
-            else:
-                _accumulate_leaf(t, g, graph)
+            _leaf_add(leaves, t, g)
             continue
         _node_add(node, t._oidx, g)
         roots.append(node)
-    if not roots:
-        return
-    order = _collect(roots)
-    ctxmgr = _grad_mode(graph)
-    with ctxmgr:
-        try:
-            for n in order:
-                g = n._g
-                n._g = None
-                if g is None:
-                    if not retain_graph:
-                        n.release()
-                    continue
-                if n.n_out == 1:
-                    if n.hooks:
-                        g = _call_hooks(n.hooks, g, graph)
-                    if n.retain is not None:
-                        _retain(n, g, graph)
-                    if capture is not None and (id(n), 0) in capture:
-                        _capture_add(capture, (id(n), 0), g)
+    order = _collect(roots) if roots else ()
+    try:
+        with _grad_mode(graph):
+            _walk(order, graph, retain_graph, capture, leaves)
+    finally:
+        for n in order:
+            n._g = None
+    for leaf, g in leaves.values():
+        if capture is not None:
+            if id(leaf) in capture:
+                _capture_add(capture, id(leaf), g)
+        else:
+            _accumulate_leaf(leaf, g, graph)
+
+
+def _walk(order, graph, retain_graph, capture, leaves):
+    prof = PROFILER
+    for n in order:
+        g = n._g
+        n._g = None
+        if g is None:
+            if not retain_graph:
+                n.saved = n.saved_t = ()
+                n.freed = True
+            continue
+        if n.n_out == 1:
+            if n.hooks:
+                g = _call_hooks(n.hooks, g, graph)
+            if n.retain is not None:
+                _retain(n, g, graph)
+            if capture is not None and (id(n), 0) in capture:
+                _capture_add(capture, (id(n), 0), g)
+        else:
+            g = _fill_multi(n, g, capture)
+        if graph:
+            saved = n._unpack(True)
+        else:
+            if n.freed or n.vers:
+                n._check()
+            saved = n.saved
+        if prof is not None:
+            t0 = time.perf_counter()
+            grads_in = n.rule(n, g, saved)
+            prof._add_backward(n.op, time.perf_counter() - t0)
+        else:
+            grads_in = n.rule(n, g, saved)
+        if not retain_graph:
+            n.saved = n.saved_t = ()
+            n.freed = True
+        for p, gi, m in zip(n.parents, grads_in, n.meta):
+            if p is None or gi is None:
+                continue
+            if gi.shape != m[0]:
+                raise RuntimeError(
+                    f"internal error: the gradient rule of {n.op!r} returned shape "
+                    f"{gi.shape} for an input of shape {m[0]}"
+                )
+            if gi.dtype != m[1]:
+                gi = gi.astype(m[1])
+            tp = type(p)
+            if tp is Node:
+                if p.n_out == 1:
+                    pg = p._g
+                    p._g = gi if pg is None else pg + gi
                 else:
-                    g = _fill_multi(n, g, capture)
-                saved = n._unpack(graph)
-                if prof is not None:
-                    t0 = time.perf_counter()
-                    grads_in = n.rule(n, g, saved)
-                    prof._add_backward(n.op, time.perf_counter() - t0)
-                else:
-                    grads_in = n.rule(n, g, saved)
-                if not retain_graph:
-                    n.release()
-                for p, gi, m in zip(n.parents, grads_in, n.meta):
-                    if p is None or gi is None:
-                        continue
-                    if gi.shape != m[0]:
-                        raise RuntimeError(
-                            f"internal error: the gradient rule of {n.op!r} returned shape "
-                            f"{gi.shape} for an input of shape {m[0]}"
-                        )
-                    if gi.dtype != m[1]:
-                        gi = gi.astype(m[1])
-                    if type(p) is Node:
-                        _node_add(p, 0, gi)
-                    elif type(p) is tuple:
-                        _node_add(p[0], p[1], gi)
-                    elif capture is not None:
-                        if id(p) in capture:
-                            _capture_add(capture, id(p), gi)
-                    else:
-                        _accumulate_leaf(p, gi, graph)
-        finally:
-            for n in order:
-                n._g = None
+                    _node_add(p, 0, gi)
+            elif tp is tuple:
+                _node_add(p[0], p[1], gi)
+            else:
+                _leaf_add(leaves, p, gi)
+
+
+def _leaf_add(leaves, leaf, g):
+    e = leaves.get(id(leaf))
+    if e is None:
+        leaves[id(leaf)] = [leaf, g]
+    else:
+        e[1] = e[1] + g
 
 
 def _node_add(node, idx, g):
@@ -412,12 +444,10 @@ def _capture_add(capture, key, g):
 
 
 def _retain(n, g, graph):
-    from .tensor import _wrap
-
     t = n.retain()
     if t is None:
         return
-    gt = g if graph else _wrap(g)
+    gt = g if graph else _gwrap(g)
     t.grad = gt if t.grad is None else t.grad + gt
 
 
@@ -438,8 +468,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> x = mg.tensor([1.0, 2.0], requires_grad=True)
     >>> (gx,) = mg.grad((x * x).sum(), x)     # gx == 2 * x
     """
-    from .tensor import Tensor, _wrap
-
     single_out = isinstance(outputs, Tensor)
     outputs = [outputs] if single_out else list(outputs)
     inputs_t = (inputs,) if isinstance(inputs, Tensor) or hasattr(inputs, "_sparse_values_for_grad") else tuple(inputs)
@@ -482,7 +510,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 )
             result.append(None)
             continue
-        g = g if isinstance(g, Tensor) else _wrap(g)
+        g = g if isinstance(g, Tensor) else _gwrap(g)
         if w is not None:
             g = w._grad_like(g)
         result.append(g)
@@ -553,8 +581,6 @@ class FunctionCtx:
 
     @property
     def saved_tensors(self):
-        from .tensor import _wrap
-
         out = []
         for s in self._saved:
             if type(s) is tuple and len(s) == 3 and s[0] is _OUTPUT:
@@ -598,8 +624,6 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .tensor import Tensor, _wrap
-
         ctx = FunctionCtx()
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
@@ -636,8 +660,6 @@ class Function:
 
 
 def _function_rule(node, g, saved):
-    from .tensor import Tensor, _wrap
-
     ctx = node.attrs
     graph = GRAD_ENABLED
     gs = list(g) if node.n_out > 1 else [g]
@@ -650,7 +672,7 @@ def _function_rule(node, g, saved):
             xp = array_module(ref.data if isinstance(ref, Tensor) else ref)
             gs[k] = xp.zeros(shape, dtype=dtype)
         if not isinstance(gs[k], Tensor):
-            gs[k] = _wrap(gs[k])
+            gs[k] = _gwrap(gs[k])
     ctx._node, ctx._graph = node, graph
     try:
         res = ctx._cls.backward(ctx, *gs)

@@ -134,15 +134,31 @@ def binary(op, fwd, rule, x, y, save=""):
             (None if xt is None else (xd.shape, xd.dtype), None if yt is None else (yd.shape, yd.dtype)),
             (out.shape, out.dtype),
         )
-        if save == "cross":  # x only when y needs a gradient, and y only when x does
-            n.save((x if yt is not None else None, y if xt is not None else None))
-        elif save == "both":
-            n.save((x, y))
+        if save:
+            # "cross": x only when y needs a gradient, and y only when x does
+            sx = x if save == "both" or yt is not None else None
+            sy = y if save == "both" or xt is not None else None
+            _save_pair(n, sx, sy)
         r._node = n
         r._rg = True
         if prof is not None:
             prof._add_saved(op, n.saved_bytes)
     return r
+
+
+def _save_pair(n, a, b):
+    """Node.save for two items, unrolled: this runs for every recorded binary op."""
+    if isinstance(a, Tensor):
+        ad, ta, va = a.data, a, (a._ver, a._ver[0], 0)
+    else:
+        ad, ta, va = a, None, None
+    if isinstance(b, Tensor):
+        bd, tb, vb = b.data, b, (b._ver, b._ver[0], 1)
+    else:
+        bd, tb, vb = b, None, None
+    n.saved = (ad, bd)
+    n.saved_t = (ta, tb)
+    n.vers = (va, vb) if va is not None and vb is not None else (va,) if va is not None else (vb,) if vb is not None else ()
 
 
 def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=None, info=None):
@@ -204,6 +220,8 @@ def is_t(x) -> bool:
 
 
 def xp_of(x):
+    if x.__class__ is _nd:
+        return np
     return _be.array_module(x.data if isinstance(x, Tensor) else x)
 
 

@@ -1,0 +1,54 @@
+"""Side-by-side timing helpers: best-of-N wall time, ratios against the floor and peers."""
+from __future__ import annotations
+
+import time
+
+
+def bench(fn, repeat=7, number=None, min_time=0.2):
+    """Best time per call of ``fn`` in seconds (auto-chooses the inner loop count)."""
+    fn()  # warm up
+    if number is None:
+        number = 1
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            dt = time.perf_counter() - t0
+            if dt >= min_time / repeat or number >= 1 << 20:
+                break
+            number *= 2
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t0) / number)
+    return best
+
+
+def torch_or_none():
+    try:
+        import torch  # noqa: PLC0415
+
+        import os
+
+        torch.set_num_threads(int(os.environ.get("BENCH_THREADS", os.cpu_count() or 1)))
+        return torch
+    except ImportError:
+        return None
+
+
+def report(title, rows, targets=None):
+    """rows: list of (workload, {impl: seconds}). Prints times and ratios to numpy and torch."""
+    print(f"\n== {title}")
+    print(f"{'workload':44s} {'minigrad':>11s} {'numpy':>11s} {'torch':>11s} {'/numpy':>8s} {'/torch':>8s}  target")
+    for name, t in rows:
+        mg_t, np_t, th_t = t.get("minigrad"), t.get("numpy"), t.get("torch")
+
+        def f(x):
+            return f"{x * 1e6:9.1f}us" if x is not None else f"{'-':>11s}"
+
+        rn = f"{mg_t / np_t:7.2f}x" if np_t else f"{'-':>8s}"
+        rt = f"{mg_t / th_t:7.2f}x" if th_t else f"{'-':>8s}"
+        tgt = (targets or {}).get(name, "")
+        print(f"{name:44s} {f(mg_t)} {f(np_t)} {f(th_t)} {rn} {rt}  {tgt}")

@@ -1,0 +1,140 @@
+"""Issue 2's workloads: a 1000-op elementwise chain, and sum over an axis. Run:
+
+    python benchmarks/bench_core.py
+
+Each is timed for minigrad, hand-written NumPy (forward + manual backward: the floor) and
+PyTorch CPU (when installed), in the same run.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import minigrad as mg  # noqa: E402
+from _harness import bench, report, torch_or_none  # noqa: E402
+
+BLOCKS = 250  # each block tanh((x*a+b)*a+b) is 4 ops, so 1000 ops
+
+
+def chain_workloads(n=16):
+    rng = np.random.default_rng(0)
+    x0, a0, b0 = (rng.standard_normal(n) * 0.5 for _ in range(3))
+    a0 = 0.5 + 0.1 * a0
+
+    def mg_run():
+        x = mg.tensor(x0, requires_grad=True)
+        a = mg.tensor(a0, requires_grad=True)
+        b = mg.tensor(b0, requires_grad=True)
+        y = x
+        for _ in range(BLOCKS):
+            y = ((y * a + b) * a + b).tanh()
+        y.sum().backward()
+        return x.grad
+
+    def np_run():
+        a, b = a0, b0
+        y = x0
+        tape = []
+        for _ in range(BLOCKS):
+            u = y * a + b
+            v = u * a + b
+            t = np.tanh(v)
+            tape.append((y, u, t))
+            y = t
+        gy = np.ones_like(y)
+        ga = np.zeros_like(a)
+        gb = np.zeros_like(b)
+        for yprev, u, t in reversed(tape):
+            gv = gy * (1 - t * t)
+            gb += gv
+            ga += gv * u
+            gu = gv * a
+            gb += gu
+            ga += gu * yprev
+            gy = gu * a
+        return gy
+
+    torch = torch_or_none()
+    th_run = None
+    if torch is not None:
+        def th_run():
+            x = torch.tensor(x0, requires_grad=True)
+            a = torch.tensor(a0, requires_grad=True)
+            b = torch.tensor(b0, requires_grad=True)
+            y = x
+            for _ in range(BLOCKS):
+                y = ((y * a + b) * a + b).tanh()
+            y.sum().backward()
+            return x.grad
+
+        assert np.allclose(th_run().numpy(), mg_run().numpy())
+    assert np.allclose(np_run(), mg_run().numpy())
+    return mg_run, np_run, th_run
+
+
+def sum_workloads(dtype):
+    rng = np.random.default_rng(0)
+    x0 = rng.standard_normal((100, 1000, 100)).astype(dtype)
+    w0 = rng.standard_normal((100, 100)).astype(dtype)
+
+    def mg_run():
+        x = mg.tensor(x0, requires_grad=True)
+        w = mg.tensor(w0, requires_grad=True)
+        y = x.sum(axis=1)
+        (y * w).sum().backward()
+        return x.grad
+
+    def np_run():
+        y = x0.sum(axis=1)
+        _ = (y * w0).sum()
+        gy = w0  # d/dy of sum(y*w)
+        gw = y  # noqa: F841
+        return np.broadcast_to(gy[:, None, :], x0.shape)
+
+    torch = torch_or_none()
+    th_run = None
+    if torch is not None:
+        xt = torch.from_numpy(x0)
+        wt = torch.from_numpy(w0)
+
+        def th_run():
+            x = xt.detach().requires_grad_()
+            w = wt.detach().requires_grad_()
+            y = x.sum(dim=1)
+            (y * w).sum().backward()
+            return x.grad
+
+    assert np.allclose(np_run(), mg_run().numpy())
+    return mg_run, np_run, th_run
+
+
+def main():
+    rows = []
+    targets = {}
+    mg_run, np_run, th_run = chain_workloads()
+    t = {"minigrad": bench(mg_run), "numpy": bench(np_run)}
+    if th_run:
+        t["torch"] = bench(th_run)
+    name = "chain 1000 ops (16 float64), fwd+bwd"
+    rows.append((name, t))
+    targets[name] = "<= 0.40x torch"
+    for dtype in (np.float32, np.float64):
+        mg_run, np_run, th_run = sum_workloads(dtype)
+        t = {"minigrad": bench(mg_run, repeat=9), "numpy": bench(np_run, repeat=9)}
+        if th_run:
+            t["torch"] = bench(th_run, repeat=9)
+        name = f"sum axis=1 (100,1000,100) {np.dtype(dtype).name}, fwd+bwd"
+        rows.append((name, t))
+        targets[name] = "<= 1.05x numpy"
+    report("core (issue 2)", rows, targets)
+    per_op = rows[0][1]["minigrad"] / 1000
+    print(f"\nchain: minigrad {per_op * 1e6:.2f} us per op (forward + backward)")
+
+
+if __name__ == "__main__":
+    main()
