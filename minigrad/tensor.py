@@ -508,6 +508,9 @@ class _HookHandle:
             self._hooks.remove(self._fn)
 
 
+_ag.Tensor = Tensor
+_ag._wrap = _wrap
+
 # The ops modules import Tensor from here; bind them last (no import cycle at load time).
 from .ops import elementwise as _ew  # noqa: E402
 from .ops import linalg as _la  # noqa: E402
