@@ -1,0 +1,172 @@
+"""Per-op profile: ``with mg.autograd.profile() as p: ...`` then ``print(p.table())``.
+
+While a profile is active, ``autograd.PROFILER`` points at it; ops time their
+forward computation and report it (``_add_forward``, once per call), report the
+bytes they saved for backward when they record a Node (``_add_saved``), and the
+engine times every gradient rule (``_add_backward``). When no profile is active
+the only cost is the ``PROFILER is None`` check each op already makes.
+
+Forward time is the time of the array computation itself (wrapping and recording
+are not included); the block's wall time is reported beside it, so the
+framework's own overhead is the difference. With ``create_graph=True`` the
+backward pass runs ops, so they are counted as forward calls too.
+"""
+from __future__ import annotations
+
+import time
+
+from . import autograd as _ag
+
+__all__ = ["Profile", "OpStats"]
+
+
+class OpStats:
+    """What one op cost inside a profile."""
+
+    __slots__ = ("op", "calls", "forward_s", "backward_calls", "backward_s", "saved_bytes")
+
+    def __init__(self, op: str):
+        self.op = op
+        self.calls = 0            # forward calls
+        self.forward_s = 0.0
+        self.backward_calls = 0   # gradient rules run
+        self.backward_s = 0.0
+        self.saved_bytes = 0      # saved for backward, summed over the recorded Nodes
+
+    @property
+    def total_s(self) -> float:
+        return self.forward_s + self.backward_s
+
+    def __repr__(self):
+        return (f"OpStats({self.op!r}, calls={self.calls}, forward_s={self.forward_s:.3g}, "
+                f"backward_calls={self.backward_calls}, backward_s={self.backward_s:.3g}, "
+                f"saved_bytes={self.saved_bytes})")
+
+
+class Profile:
+    """A context manager collecting per-op calls, forward/backward time and bytes saved.
+
+    Profiles nest: an inner one also reports to the one around it.
+
+    >>> with mg.autograd.profile() as p:
+    ...     loss = (x @ w).tanh().sum()
+    ...     loss.backward()
+    >>> print(p.table())
+    """
+
+    def __init__(self):
+        self.stats: dict[str, OpStats] = {}
+        self.wall_s = 0.0
+        self._outer = None
+        self._t0 = None
+        self._active = False
+
+    # -- context manager ---------------------------------------------------------------
+    def __enter__(self) -> "Profile":
+        if self._active:
+            raise RuntimeError("profile: this profile is already active; make a new one with mg.autograd.profile()")
+        self._active = True
+        self._outer = _ag.PROFILER
+        _ag.PROFILER = self
+        self._t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall_s += time.perf_counter() - self._t0
+        _ag.PROFILER = self._outer
+        self._outer = None
+        self._active = False
+        return False
+
+    # -- the hooks ops and the engine call -------------------------------------------
+    def _get(self, op) -> OpStats:
+        s = self.stats.get(op)
+        if s is None:
+            s = self.stats[op] = OpStats(op)
+        return s
+
+    def _add_forward(self, op: str, seconds: float) -> None:
+        s = self._get(op)
+        s.calls += 1
+        s.forward_s += seconds
+        if self._outer is not None:
+            self._outer._add_forward(op, seconds)
+
+    def _add_backward(self, op: str, seconds: float) -> None:
+        s = self._get(op)
+        s.backward_calls += 1
+        s.backward_s += seconds
+        if self._outer is not None:
+            self._outer._add_backward(op, seconds)
+
+    def _add_saved(self, op: str, nbytes: int) -> None:
+        self._get(op).saved_bytes += int(nbytes)
+        if self._outer is not None:
+            self._outer._add_saved(op, nbytes)
+
+    # -- reading it ----------------------------------------------------------------------
+    def rows(self, sort_by: str = "total") -> list[OpStats]:
+        """Per-op stats, sorted (descending) by ``"total"``, ``"forward"``, ``"backward"``,
+        ``"calls"`` or ``"saved"``; ``"op"`` sorts by name."""
+        keys = {
+            "total": lambda s: s.total_s, "forward": lambda s: s.forward_s, "backward": lambda s: s.backward_s,
+            "calls": lambda s: s.calls, "saved": lambda s: s.saved_bytes,
+        }
+        if sort_by == "op":
+            return sorted(self.stats.values(), key=lambda s: s.op)
+        if sort_by not in keys:
+            raise ValueError(f"profile.rows: sort_by must be one of {', '.join(list(keys) + ['op'])}, got {sort_by!r}")
+        return sorted(self.stats.values(), key=lambda s: (-keys[sort_by](s), s.op))
+
+    @property
+    def total_forward_s(self) -> float:
+        return sum(s.forward_s for s in self.stats.values())
+
+    @property
+    def total_backward_s(self) -> float:
+        return sum(s.backward_s for s in self.stats.values())
+
+    def table(self, sort_by: str = "total", limit: int | None = None) -> str:
+        """A text table: per op, calls, forward time, backward calls and time, bytes saved,
+        and its share of the time in ops; sorted by total time (``sort_by`` as in ``rows``)."""
+        rows = self.rows(sort_by)
+        total = self.total_forward_s + self.total_backward_s
+        head = ("op", "calls", "forward", "bwd calls", "backward", "total", "%", "saved")
+        out = [head]
+        shown = rows if limit is None else rows[:limit]
+        for s in shown:
+            pct = 100.0 * s.total_s / total if total > 0 else 0.0
+            out.append((s.op, str(s.calls), _fmt_s(s.forward_s), str(s.backward_calls), _fmt_s(s.backward_s),
+                        _fmt_s(s.total_s), f"{pct:.1f}", _ag._fmt_bytes(s.saved_bytes)))
+        out.append(("total", str(sum(s.calls for s in rows)), _fmt_s(self.total_forward_s),
+                    str(sum(s.backward_calls for s in rows)), _fmt_s(self.total_backward_s), _fmt_s(total),
+                    "100.0" if total > 0 else "0.0", _ag._fmt_bytes(sum(s.saved_bytes for s in rows))))
+        widths = [max(len(r[c]) for r in out) for c in range(len(head))]
+        rule = "  ".join("-" * w for w in widths)
+
+        def fmt(r):
+            return "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True)))
+
+        lines = [fmt(out[0]), rule]
+        lines += [fmt(r) for r in out[1:-1]]
+        if limit is not None and len(rows) > limit:
+            lines.append(f"... {len(rows) - limit} more ops")
+        lines += [rule, fmt(out[-1])]
+        overhead = self.wall_s - total
+        lines.append(f"wall time in the block: {_fmt_s(self.wall_s)} (array work in ops: {_fmt_s(total)}, "
+                     f"the rest is Python: recording, wrapping, your code: {_fmt_s(max(overhead, 0.0))})")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.table()
+
+    def __repr__(self):
+        return f"<Profile: {len(self.stats)} ops, {sum(s.calls for s in self.stats.values())} calls>"
+
+
+def _fmt_s(s: float) -> str:
+    if s >= 1:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.1f} us"

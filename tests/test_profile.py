@@ -1,0 +1,107 @@
+"""mg.autograd.profile(): per-op calls, forward/backward time, bytes saved."""
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad import autograd
+
+
+def leaf(*shape, seed=0):
+    return mg.tensor(np.random.default_rng(seed).standard_normal(shape), requires_grad=True)
+
+
+def test_counts_times_and_saved_bytes():
+    x, w = leaf(8, 4), leaf(4, 3, seed=1)
+    with mg.autograd.profile() as p:
+        h = (x @ w).tanh()                 # matmul, tanh
+        y = (h * h + h * 2.0).sum()        # mul x2, add, sum
+        y.backward()
+    assert autograd.PROFILER is None
+    s = p.stats
+    assert set(s) == {"matmul", "tanh", "mul", "add", "sum"}
+    assert (s["matmul"].calls, s["tanh"].calls, s["mul"].calls, s["add"].calls, s["sum"].calls) == (1, 1, 2, 1, 1)
+    for st in s.values():                  # every recorded op ran its gradient rule once per call
+        assert st.backward_calls == st.calls
+        assert st.forward_s > 0 and st.backward_s > 0
+    assert s["matmul"].saved_bytes == x.data.nbytes + w.data.nbytes
+    assert s["tanh"].saved_bytes == 8 * 3 * 8                      # its output
+    assert s["mul"].saved_bytes == 2 * 8 * 3 * 8                   # h * h saves both, h * 2.0 none
+    assert s["sum"].saved_bytes == 0
+    assert p.wall_s >= p.total_forward_s + p.total_backward_s > 0
+
+
+def test_table_lists_ops_sorted_by_total_time():
+    x = leaf(64, 64)
+    with mg.autograd.profile() as p:
+        y = x
+        for _ in range(5):
+            y = (y @ x).tanh()
+        y.sum().backward()
+    table = p.table()
+    lines = table.splitlines()
+    assert lines[0].split()[:3] == ["op", "calls", "forward"]
+    assert "backward" in lines[0] and "saved" in lines[0]
+    body = [ln.split()[0] for ln in lines[2:] if ln and not ln.startswith("-")][: len(p.stats)]
+    assert sorted(body) == sorted(p.stats)
+    totals = [p.stats[op].total_s for op in body]
+    assert totals == sorted(totals, reverse=True)
+    assert any(ln.split()[:2] == ["matmul", "5"] for ln in lines)
+    assert any(ln.startswith("total") for ln in lines)
+    assert "wall time in the block" in lines[-1]
+    assert str(p) == p.table()
+    assert [r.op for r in p.rows("calls")][0] in ("matmul", "tanh")
+    assert [r.op for r in p.rows("op")] == sorted(p.stats)
+    limited = p.table(limit=1)
+    assert f"... {len(p.stats) - 1} more ops" in limited
+    with pytest.raises(ValueError, match="sort_by"):
+        p.rows("speed")
+
+
+def test_inactive_outside_the_block_and_restored_after_an_error():
+    assert autograd.PROFILER is None
+    x = leaf(3)
+    with pytest.raises(ZeroDivisionError):
+        with mg.autograd.profile() as p:
+            assert autograd.PROFILER is p
+            (x * 2.0).sum()
+            raise ZeroDivisionError("inside the block")
+    assert autograd.PROFILER is None
+    before = dict(p.stats)
+    (x * 3.0).sum().backward()             # nothing recorded once the block is over
+    assert p.stats.keys() == before.keys() and p.stats["mul"].calls == 1
+
+
+def test_nested_profiles_report_to_the_outer_one():
+    x = leaf(3)
+    with mg.autograd.profile() as outer:
+        (x * 2.0).sum()
+        with mg.autograd.profile() as inner:
+            (x + 1.0).exp().sum().backward()
+        assert autograd.PROFILER is outer
+    assert autograd.PROFILER is None
+    assert set(inner.stats) == {"add", "exp", "sum"}
+    assert outer.stats["sum"].calls == 2 and outer.stats["exp"].backward_calls == 1
+    assert outer.stats["mul"].calls == 1
+
+
+def test_a_profile_is_reusable_but_not_reentrant():
+    x = leaf(3)
+    p = mg.autograd.profile()
+    with p:
+        y = (x * 2.0).sum()
+    with p:
+        y.backward()
+    assert p.stats["mul"].calls == 1 and p.stats["mul"].backward_calls == 1
+    with p:
+        with pytest.raises(RuntimeError, match="already active"):
+            with p:
+                pass
+
+
+def test_no_grad_ops_are_counted_without_saved_bytes():
+    x = leaf(4)
+    with mg.autograd.profile() as p:
+        with mg.no_grad():
+            (x * x).sum()
+    assert p.stats["mul"].calls == 1 and p.stats["mul"].saved_bytes == 0
+    assert p.stats["mul"].backward_calls == 0

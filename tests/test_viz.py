@@ -1,0 +1,325 @@
+"""mg.viz (DOT text, graphviz objects, rendering) and the tape as text."""
+import gc
+import re
+import shutil
+import time
+import weakref
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import minigrad as mg
+from conftest import to_np
+
+HAS_DOT = shutil.which("dot") is not None
+needs_dot = pytest.mark.skipif(not HAS_DOT, reason="Graphviz 'dot' is not installed")
+
+
+def leaf(*shape, seed=0):
+    return mg.tensor(np.random.default_rng(seed).standard_normal(shape), requires_grad=True)
+
+
+def mlp_loss():
+    x = leaf(4, 3, seed=1)
+    w = leaf(3, 5, seed=2)
+    b = leaf(5, seed=3)
+    loss = (x @ w + b).relu().sum(axis=1, keepdims=True).mean()
+    return loss, x, w, b
+
+
+def unit_lines(src):
+    """The op / chain / module boxes drawn."""
+    return [ln for ln in src.splitlines() if re.match(r"\s*(op|run|mod)\d+ \[", ln)]
+
+
+# -- the DOT text ---------------------------------------------------------------------------------
+
+def test_dot_has_op_names_shapes_dtypes_and_attributes():
+    loss, *_ = mlp_loss()
+    src = mg.viz.dot_source(loss)
+    assert src.startswith("digraph minigrad {") and src.rstrip().endswith("}")
+    for op in ("matmul", "add", "relu", "sum", "div"):
+        assert f'label="{op}' in src
+    for shape in ("(4, 3)", "(3, 5)", "(5,)", "(4, 5)", "(4, 1)", "()"):
+        assert shape in src
+    assert "float64" in src
+    assert "axis=(1,) keepdims=True" in src
+    assert "leaf · requires_grad" in src
+    assert 'output\\n() float64' in src
+
+
+def test_reductions_and_broadcasts_are_marked():
+    loss, *_ = mlp_loss()
+    src = mg.viz.dot_source(loss)
+    assert "Σ reduces · grad broadcast back" in src          # sum
+    assert "broadcast (5,) → (4, 5)" in src                  # the bias added to every row
+    assert "Σ grad summed back" in src
+    y = mg.broadcast_to(leaf(1, 3), (4, 3)).sum()
+    src = mg.viz.dot_source(y)
+    assert "broadcast · grad summed back" in src and "shape=(4, 3)" in src
+    # a weight shared across a batch: matmul broadcasts it, its gradient is summed over the batch
+    y = (leaf(2, 3, 4) @ leaf(4, 5)).sum()
+    assert "batch broadcast () → (2,)" in mg.viz.dot_source(y)
+    # no false alarm where shapes match
+    assert "summed back" not in mg.viz.dot_source((leaf(3) * leaf(3, seed=1)).sum())
+
+
+def test_einsum_pattern_shows_the_contracted_labels():
+    pytest.importorskip("minigrad.ops.einsum")
+    y = mg.einsum("ij,jk->ik", leaf(2, 3), leaf(3, 4)).sum()
+    src = mg.viz.dot_source(y)
+    assert "pattern=" in src and "Σ over" in src
+
+
+def test_after_backward_leaves_show_grad_shape_and_norm():
+    loss, x, w, b = mlp_loss()
+    assert "‖g‖" not in mg.viz.dot_source(loss)
+    loss.backward()
+    src = mg.viz.dot_source(loss)
+    norm = np.linalg.norm(to_np(w.grad))
+    assert f"grad (3, 5) ‖g‖={norm:.4g}" in src
+    assert "grad (5,) ‖g‖=" in src and "grad (4, 3) ‖g‖=" in src
+
+
+def test_retained_intermediate_grad_is_shown():
+    x = leaf(3)
+    h = x * 2.0
+    h.retain_grad()
+    y = h.sum()
+    y.backward()
+    assert mg.viz.dot_source(y).count("grad (3,) ‖g‖=") == 2  # the leaf and h
+
+
+def test_parameter_names_from_a_dict_pairs_or_tensor_name():
+    loss, x, w, b = mlp_loss()
+    src = mg.viz.dot_source(loss, params={"fc.weight": w, "fc.bias": b})
+    assert "fc.weight" in src and "fc.bias" in src
+    assert "subgraph cluster_0" in src and 'label="fc"' in src      # grouped by module prefix
+    src2 = mg.viz.dot_source(loss, params=[("fc.weight", w), ("fc.bias", b)])
+    assert src2 == src
+    x.name = "inputs"
+    assert "inputs\\n(4, 3)" in mg.viz.dot_source(loss)
+
+
+def test_collapse_modules_draws_one_box_per_module():
+    loss, x, w, b = mlp_loss()
+    loss.backward()
+    src = mg.viz.dot_source(loss, params={"fc.weight": w, "fc.bias": b}, collapse_modules=True)
+    boxes = [ln for ln in unit_lines(src) if ln.strip().startswith("mod")]
+    assert len(boxes) == 1
+    assert "weight (3, 5) · grad (3, 5)" in boxes[0] and "ops: matmul, add" in boxes[0]
+    assert "op0 [" not in src and "op1 [" not in src          # matmul and add are inside the box
+    assert "relu" in src
+
+
+def test_params_from_a_module_like_object():
+    loss, x, w, b = mlp_loss()
+
+    class Lin:
+        def named_parameters(self):
+            return [("0.weight", w), ("0.bias", b)]
+
+        def named_modules(self):
+            return [("", self), ("0", self)]
+
+    src = mg.viz.dot_source(loss, params=Lin())
+    assert "0.weight" in src and 'label="0 (Lin)"' in src
+
+
+def test_show_tensors_false_and_rankdir():
+    loss, *_ = mlp_loss()
+    full = mg.viz.dot_source(loss)
+    lean = mg.viz.dot_source(loss, show_tensors=False, rankdir="LR")
+    assert "rankdir=LR" in lean and "rankdir=TB" in full
+    assert "t0 [" in full and "t0 [" not in lean
+    assert 'op0 -> op1 [label="(4, 5)"]' in lean               # edges carry the shapes instead
+    assert "output" in lean                                      # the output is always drawn
+    with pytest.raises(ValueError, match="rankdir"):
+        mg.viz.dot_source(loss, rankdir="sideways")
+    with pytest.raises(ValueError, match="max_nodes"):
+        mg.viz.dot_source(loss, max_nodes=0)
+
+
+def test_tensor_used_twice_by_one_op():
+    x = leaf(3)
+    h = x + 1.0
+    src = mg.viz.dot_source((h * h).sum())
+    assert 't0 -> op1 [taillabel="×2"]' in src
+
+
+def test_multi_output_function():
+    class Split(mg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:2] * 1.0, x[2:] * 1.0
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return mg.concatenate([ga, gb])
+
+    x = leaf(5)
+    a, b = Split.apply(x)
+    y = a.sum() + (b * 2.0).sum()
+    src = mg.viz.dot_source(y)
+    assert "Split" in src and "t0_1 [" in src and "(3,)" in src
+    y.backward()
+    assert "grad (5,)" in mg.viz.dot_source(y)
+
+
+def test_several_roots_and_a_leaf_root():
+    x = leaf(3)
+    y1, y2 = (x * 2.0).sum(), (x * 3.0).sum()
+    src = mg.viz.dot_source([y1, y2])
+    assert src.count("output") == 2 and src.count("leaf0 [") == 1
+    assert "output · leaf" in mg.viz.dot_source(x)
+
+
+def test_labels_are_escaped():
+    x = leaf(2)
+    x.name = 'say "hi" \\ there'
+    src = mg.viz.dot_source((x * x).sum())
+    assert 'say \\"hi\\" \\\\ there' in src
+    if HAS_DOT:
+        import subprocess
+
+        assert subprocess.run(["dot", "-Tsvg"], input=src.encode(), capture_output=True).returncode == 0
+
+
+def test_deep_chain_dot_text_no_recursion():
+    n = 50_000  # 100 000 ops (mul, tanh)
+    x, a = leaf(3), mg.tensor([0.9, 0.8, 0.7], requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = (y * a).tanh()
+    loss = y.sum()
+    t0 = time.perf_counter()
+    src = mg.viz.dot_source(loss)                     # summary by default
+    assert time.perf_counter() - t0 < 20
+    assert "summary of 100001 ops" in src and "chain of 99996 ops" in src
+    assert "mul ×" in src and "tanh ×" in src
+    assert len(unit_lines(src)) < 10
+
+
+def test_deep_chain_full_dot_text():
+    x = leaf(3)
+    y = x
+    for _ in range(20_000):
+        y = y * 1.0001
+    src = mg.viz.dot_source(y.sum(), max_nodes=None, show_tensors=False)
+    assert len(unit_lines(src)) == 20_001
+
+
+def test_wide_graph_is_capped_with_a_note():
+    x = leaf(3)
+    acc = x * 0.0
+    for i in range(300):
+        acc = acc + (x * float(i)).exp()   # no linear chain to collapse
+    src = mg.viz.dot_source(acc.sum(), max_nodes=50)
+    assert len(unit_lines(src)) <= 51
+    m = re.search(r"… (\d+) earlier ops not drawn \(max_nodes=50\)", src)
+    assert m and int(m.group(1)) > 800
+    assert "more -> " in src
+
+
+def test_viz_keeps_no_graph_alive():
+    loss, x, w, b = mlp_loss()
+    ref = weakref.ref(loss._node)
+    src = mg.viz.dot_source(loss, params={"w": w})
+    pytest.importorskip("graphviz")
+    g = mg.viz.graph(loss)
+    del loss
+    gc.collect()
+    assert ref() is None
+    assert "matmul" in src and "matmul" in g.source
+
+
+# -- graphviz objects and rendering ---------------------------------------------------------------
+
+def test_graph_returns_a_digraph_with_the_same_text():
+    graphviz = pytest.importorskip("graphviz")
+    loss, x, w, b = mlp_loss()
+    g = mg.viz.graph(loss, rankdir="LR", params={"fc.weight": w})
+    assert isinstance(g, graphviz.Digraph)
+    assert g.source == mg.viz.dot_source(loss, rankdir="LR", params={"fc.weight": w})
+
+
+@needs_dot
+def test_save_svg_is_valid_svg(tmp_path):
+    loss, x, w, b = mlp_loss()
+    loss.backward()
+    p = mg.viz.save(loss, tmp_path / "g.svg", params={"fc.weight": w, "fc.bias": b})
+    root = ET.parse(p).getroot()
+    assert root.tag.endswith("svg")
+    text = p.read_text(encoding="utf-8")
+    assert "matmul" in text and "fc.weight" in text
+
+
+@needs_dot
+def test_save_png_and_pdf(tmp_path):
+    loss, *_ = mlp_loss()
+    assert mg.viz.save(loss, tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert mg.viz.save(loss, tmp_path / "g.pdf").read_bytes()[:4] == b"%PDF"
+    assert mg.viz.save(loss, tmp_path / "g.out", format="svg").read_bytes().lstrip().startswith(b"<?xml")
+
+
+@needs_dot
+def test_jupyter_display_and_render(tmp_path):
+    pytest.importorskip("graphviz")
+    loss, *_ = mlp_loss()
+    g = mg.viz.graph(loss)
+    bundle = g._repr_mimebundle_()
+    assert "<svg" in bundle["image/svg+xml"]
+    out = g.render(tmp_path / "loss", format="svg")
+    assert ET.parse(out).getroot().tag.endswith("svg")
+
+
+def test_save_dot_text_needs_no_graphviz(tmp_path, monkeypatch):
+    monkeypatch.setattr(mg.viz.shutil, "which", lambda name: None)
+    loss, *_ = mlp_loss()
+    p = mg.viz.save(loss, tmp_path / "g.dot")
+    assert p.read_text(encoding="utf-8") == mg.viz.dot_source(loss)
+    with pytest.raises(ValueError, match=r"\.svg, \.png, \.pdf"):
+        mg.viz.save(loss, tmp_path / "g.jpeg")
+
+
+def test_missing_dot_says_how_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(mg.viz.shutil, "which", lambda name: None)
+    loss, *_ = mlp_loss()
+    with pytest.raises(mg.viz.GraphvizNotFoundError) as e:
+        mg.viz.save(loss, tmp_path / "g.svg")
+    msg = str(e.value)
+    assert "apt-get install graphviz" in msg and "brew install graphviz" in msg
+    assert isinstance(e.value, RuntimeError) and isinstance(e.value, mg.MinigradError)
+    assert not (tmp_path / "g.svg").exists()
+
+
+def test_missing_dot_through_the_graphviz_object(tmp_path, monkeypatch):
+    pytest.importorskip("graphviz")
+    loss, *_ = mlp_loss()
+    g = mg.viz.graph(loss)
+    monkeypatch.setenv("PATH", str(tmp_path))          # no `dot` anywhere
+    with pytest.raises(mg.viz.GraphvizNotFoundError, match="apt-get install graphviz"):
+        g.render(tmp_path / "loss", format="svg")
+    with pytest.raises(mg.viz.GraphvizNotFoundError):
+        g.pipe(format="svg")
+    bundle = g._repr_mimebundle_()                      # Jupyter: a readable note, not a traceback
+    assert "apt-get install graphviz" in bundle["text/plain"]
+
+
+# -- the tape as text -----------------------------------------------------------------------------
+
+def test_tape_table():
+    loss, *_ = mlp_loss()
+    tape = mg.autograd.tape(loss)
+    assert [n.op for n in tape] == ["matmul", "add", "relu", "sum", "sum", "div"]
+    text = str(tape)
+    lines = text.splitlines()
+    assert lines[0].split() == ["#", "op", "inputs", "->", "output", "dtype", "saved", "attrs"]
+    assert re.search(r"^0\s+matmul\s+\(4, 3\), \(3, 5\) -> \(4, 5\)\s+float64\s+216 B", text, re.M)
+    assert re.search(r"^1\s+add\s+\(4, 5\), \(5,\) -> \(4, 5\)", text, re.M)
+    assert "axis=(1,) keepdims=True" in text
+    assert "(), const -> ()" in text                    # the divisor of mean is a constant
+    assert lines[-1].startswith("6 ops,") and "saved for backward" in lines[-1]
+    loss.backward()
+    assert str(mg.autograd.tape(loss)).count("freed") == 6
