@@ -119,7 +119,7 @@ def _full_check(fn, inputs, diff, eps, atol, rtol):
             for j in range(n_out):
                 go = xp.zeros(o.shape, dtype=o.dtype)
                 go.reshape(-1)[j] = 1
-                gos = [_wrap(go) if q is o else None for q in outs]
+                gos = [_wrap(go) if qi == oi else None for qi in range(len(outs))]  # by position: outputs may alias
                 sel = [q for q in outs if q.requires_grad]
                 gsel = [g if g is not None else _wrap(xp.zeros(q.shape, dtype=q.dtype))
                         for q, g in zip(outs, gos) if q.requires_grad]
@@ -134,6 +134,10 @@ def _full_check(fn, inputs, diff, eps, atol, rtol):
         arr = _values_array(x)
         for k in range(arr.size):
             cols = _numeric_column(fn, inputs, arr, k, eps)
+            if len(cols) != len(outs):
+                raise RuntimeError(
+                    f"gradcheck: fn returned {len(outs)} outputs with grad enabled but {len(cols)} under no_grad"
+                )
             for oi, col in enumerate(cols):
                 a = analytic[oi][pos][:, k]
                 bad = np.abs(a - col) > atol + rtol * np.abs(col)
@@ -145,7 +149,7 @@ def _full_check(fn, inputs, diff, eps, atol, rtol):
                     raise GradcheckError(
                         f"gradcheck: Jacobian mismatch for input {i} (shape {tuple(arr.shape)}"
                         f"{', stored values of a sparse tensor' if _is_sparse(x) else ''}) at element "
-                        f"{_where(x, k)}, output {oi} element {oidx}: analytic {a[j]!r}, numeric {col[j]!r} "
+                        f"{_where(x, k)}, output {oi} element {oidx}: analytic {float(a[j])!r}, numeric {float(col[j])!r} "
                         f"(atol={atol}, rtol={rtol}, eps={eps})"
                     )
 
@@ -223,14 +227,17 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
 
     def first_derivatives(*args):
         xs, vs = args[:n], args[n:]
-        ys = _outputs(fn, xs)
-        sel = [(y, v) for y, v in zip(ys, vs) if y.requires_grad]
-        grads = _ag.grad([y for y, _ in sel], [xs[i] for i in diff], [v for _, v in sel],
-                         create_graph=True, allow_unused=True)
+        # gradcheck evaluates this under no_grad for the finite differences; the first
+        # derivatives need the tape all the same
+        with _ag.enable_grad():
+            ys = _outputs(fn, xs)
+            sel = [(y, v) for y, v in zip(ys, vs) if y.requires_grad]
+            grads = _ag.grad([y for y, _ in sel], [xs[i] for i in diff], [v for _, v in sel],
+                             create_graph=True, allow_unused=True)
         res = []
         for g, i in zip(grads, diff):
-            if g is None:
-                continue
+            if g is None:  # unused input: its first derivative is zero (keeps the output count fixed)
+                g = _wrap(array_module(_values_array(xs[i])).zeros(xs[i].shape, dtype=np.float64))
             res.append(g.to_dense() if _is_sparse(g) else g)
         return tuple(res)
 

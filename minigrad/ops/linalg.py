@@ -42,6 +42,10 @@ def matmul(a, b):
     >>> mg.matmul(mg.ones(2, 3), mg.ones(3, 4)).shape
     (2, 4)
     """
+    if hasattr(a, "_sparse_values_for_grad") or hasattr(b, "_sparse_values_for_grad"):
+        from .. import sparse  # sparse x dense (or dense x sparse) never densifies
+
+        return sparse.matmul(a, b)
     ad = a.data if isinstance(a, Tensor) else C.const(a, "matmul")
     bd = b.data if isinstance(b, Tensor) else C.const(b, "matmul")
     if not hasattr(ad, "ndim") or not hasattr(bd, "ndim") or ad.ndim == 0 or bd.ndim == 0:

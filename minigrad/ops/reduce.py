@@ -99,6 +99,9 @@ def _sum_rule(ctx, g, saved):
     shape, keep = ctx.attrs
     if keep is not None and g.shape != keep:
         g = g.reshape(keep)
+    dt = ctx.meta[0][1]
+    if g.dtype != dt:  # cast the small gradient, then broadcast: the result stays a view
+        g = g.astype(dt)
     return (C.broadcast_to(g, shape),)
 
 
@@ -309,7 +312,7 @@ def softmax(x, axis=-1, *, dim=NOARG):
     xp = C.xp_of(xd)
 
     def fwd():
-        e = xp.exp(xd - xd.max(axis=a, keepdims=True))
+        e = xp.exp(xd - xd.max(axis=a, keepdims=True)) if xd.size else xp.exp(xd)  # max of an empty axis fails
         e /= e.sum(axis=a, keepdims=True)
         return e
 
@@ -331,9 +334,10 @@ def log_softmax(x, axis=-1, *, dim=NOARG):
     xp = C.xp_of(xd)
 
     def fwd():
+        if not xd.size:  # nothing to normalise (and the max of an empty axis fails)
+            return xd.astype(xp.result_type(xd.dtype, 1.0))
         s = xd - xd.max(axis=a, keepdims=True)
-        s -= xp.log(xp.exp(s).sum(axis=a, keepdims=True))
-        return s
+        return s - xp.log(xp.exp(s).sum(axis=a, keepdims=True))
 
     out = C.timed("log_softmax", fwd)
     return record("log_softmax", _log_softmax_rule, out, (x,), save_out=True, attrs=a, info={"axis": a})
