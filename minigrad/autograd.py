@@ -45,7 +45,7 @@ class Node:
     __slots__ = (
         "op", "rule", "parents", "meta", "saved", "saved_t", "out_pos", "vers",
         "attrs", "seq", "_g", "freed", "out_meta", "n_out", "hooks", "retain", "info",
-        "__weakref__",
+        "view_ver", "__weakref__",
     )
 
     def __init__(self, op, rule, parents, meta, out_meta, attrs=None):
@@ -66,6 +66,7 @@ class Node:
         self.hooks = None           # hooks of the (non-leaf) output tensor
         self.retain = None          # weakref of the output when retain_grad()
         self.info = None            # attributes shown to readers (axis, keepdims, pattern...)
+        self.view_ver = None        # view ops: the storage version when the view was taken
 
     # -- the view the public tape shows ------------------------------------
     @property
@@ -349,6 +350,8 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
     for leaf, g in leaves.values():
         if capture is not None:
             if id(leaf) in capture:
+                if leaf._hooks:  # mg.grad sees hooked gradients too, as PyTorch's does
+                    g = _call_hooks(leaf._hooks, g, graph)
                 _capture_add(capture, id(leaf), g)
         else:
             _accumulate_leaf(leaf, g, graph)
@@ -522,22 +525,36 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 # ---------------------------------------------------------------------------
 
 class Tape(list):
-    """The Nodes that produced a tensor, in the order they ran; prints as a table."""
+    """The Nodes that produced a tensor, in the order they ran; prints as a table:
+    index, op, input shapes -> output shape, dtype, bytes saved for backward ("freed"
+    once a backward released them), and the op's attributes (axis, keepdims...)."""
 
     def __str__(self):
-        rows = [("#", "op", "inputs", "output", "dtype", "saved")]
+        rows = [("#", "op", "inputs -> output", "dtype", "saved", "attrs")]
+        total = 0
         for i, n in enumerate(self):
             ins = ", ".join("const" if m is None else str(tuple(m[0])) for m in n.meta)
-            rows.append((str(i), n.op, ins, str(tuple(n.out_meta[0])), str(n.out_meta[1]), _fmt_bytes(n.saved_bytes)))
+            total += n.saved_bytes
+            saved = "freed" if n.freed else _fmt_bytes(n.saved_bytes)
+            rows.append((str(i), n.op, f"{ins} -> {tuple(n.out_meta[0])}", str(n.out_meta[1]), saved,
+                         _fmt_info(n.info)))
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         lines = []
         for j, r in enumerate(rows):
             lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
             if j == 0:
-                lines.append("  ".join("-" * w for w in widths))
+                lines.append("  ".join("-" * w for w in widths).rstrip())
+        lines.append(f"{len(self)} ops, {_fmt_bytes(total)} saved for backward")
         return "\n".join(lines)
 
     __repr__ = __str__
+
+
+def _fmt_info(info) -> str:
+    """An op's display attributes as 'axis=(1,) keepdims=False'."""
+    if not info:
+        return ""
+    return " ".join(f"{k}={v}" for k, v in info.items())
 
 
 def _fmt_bytes(b: int) -> str:
@@ -691,10 +708,28 @@ def _function_rule(node, g, saved):
         if not isinstance(r, Tensor):
             from .backend import array_module
 
-            r = _wrap(array_module().asarray(r, dtype=m[1]))
+            # the gradients' device: a raw array or list becomes an array there (a host array
+            # returned for a device input is an error naming both devices)
+            r = _wrap(array_module(r, gs[0].data).asarray(r, dtype=m[1]))
         if r.shape != m[0]:
             raise RuntimeError(
                 f"{node.op}.backward returned a gradient of shape {r.shape} for an input of shape {m[0]}"
             )
         out.append(r if graph else r.data)
     return tuple(out)
+
+
+# ---------------------------------------------------------------------------
+# The profile (minigrad/profile.py): ops and the engine report to PROFILER
+# ---------------------------------------------------------------------------
+
+def profile():
+    """Context manager collecting, per op, calls, forward time, backward time and bytes saved.
+
+    >>> with mg.autograd.profile() as p:
+    ...     (x * x).sum().backward()
+    >>> print(p.table())
+    """
+    from .profile import Profile
+
+    return Profile()

@@ -67,8 +67,8 @@ def _to_array(data, dtype=None, device=None):
         dtype = np.dtype(dtype)
         if arr.dtype != dtype:
             arr = arr.astype(dtype)
-    if arr.dtype == object:
-        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data of dtype object")
+    if arr.dtype.kind in "OUSV":  # objects, strings, raw bytes: not numbers
+        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data of dtype {arr.dtype}")
     dev = _be.parse_device(device) if device is not None else None
     if dev is not None:
         arr = _be.to_device(arr, dev)
@@ -234,8 +234,13 @@ class Tensor:
         return _be.to_numpy(self.data).tolist()
 
     def __array__(self, dtype=None, copy=None):
-        a = _be.to_numpy(self.data)
-        return a if dtype is None else a.astype(dtype)
+        if _be.is_cupy_array(self.data):  # as CuPy and PyTorch: no implicit device-to-host copy
+            raise TypeError(
+                f"can't convert a {self.device} tensor to a NumPy array implicitly; use t.numpy() "
+                "(an explicit copy to the host) or t.cpu()"
+            )
+        a = self.data if dtype is None else self.data.astype(dtype, copy=False)
+        return a.copy() if copy and a is self.data else a
 
     def to(self, device=None, dtype=None) -> "Tensor":
         """Move to ``device`` ("cpu", "cuda", "cuda:N") and/or cast to ``dtype``; differentiable."""
@@ -550,3 +555,21 @@ Tensor.__ror__ = _ew.logical_or
 Tensor.__xor__ = _ew.logical_xor
 Tensor.__rxor__ = _ew.logical_xor
 Tensor.__invert__ = _ew.logical_not
+
+# in-place writes (ops/inplace.py): storage shared with views, version counters bumped
+from .ops import inplace as _ip  # noqa: E402
+
+Tensor.add_ = _ip.add_
+Tensor.sub_ = _ip.sub_
+Tensor.mul_ = _ip.mul_
+Tensor.div_ = _ip.div_
+Tensor.zero_ = _ip.zero_
+Tensor.fill_ = _ip.fill_
+Tensor.copy_ = _ip.copy_
+Tensor.clamp_ = _ip.clamp_
+Tensor.clip_ = _ip.clamp_
+Tensor.__iadd__ = _ip.iadd
+Tensor.__isub__ = _ip.isub
+Tensor.__imul__ = _ip.imul
+Tensor.__itruediv__ = _ip.itruediv
+Tensor.__setitem__ = _ip.setitem

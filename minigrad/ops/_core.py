@@ -11,6 +11,7 @@ with ``create_graph=True``; the ``dual`` helpers below (``exp``, ``where``,
 from __future__ import annotations
 
 import time
+from weakref import ref as _weakref
 
 import numpy as np
 
@@ -28,6 +29,11 @@ def edge(x):
     n = x._node
     if n is None:
         return x
+    if n.view_ver is not None and n.view_ver != x._ver[0] and x._base is not None:
+        # the storage was written since this view was taken: re-derive it from its base
+        from .inplace import refresh_view
+
+        n = refresh_view(x)
     return n if x._oidx == 0 else (n, x._oidx)
 
 
@@ -62,6 +68,14 @@ def check_same_device(op, a, b):
                 f"{op}: expected both operands on the same device, got {_be.device_of(a)} and "
                 f"{_be.device_of(b)}; move one with .to(device)"
             ) from None
+
+
+def xp_all(op, *arrays):
+    """The array module of several operands; an error naming both devices when they differ."""
+    try:
+        return _be.array_module(*arrays)
+    except RuntimeError as e:
+        raise RuntimeError(f"{op}: {e}; move one with .to(device)") from None
 
 
 def unary(op, fwd, rule, x, save=0, attrs=None):
@@ -171,6 +185,8 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
     if view_of is not None:
         r._ver = view_of._ver
         r._base = view_of if view_of._base is None else view_of._base
+        if not r._base._rg:
+            note_plain_view(r)
     if not _ag.GRAD_ENABLED:
         return r
     need = False
@@ -190,10 +206,23 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
         n.save(tuple(saved))
     r._node = n
     r._rg = True
+    if view_of is not None:
+        n.view_ver = r._ver[0]
     prof = _ag.PROFILER
     if prof is not None:
         prof._add_saved(op, n.saved_bytes)
     return r
+
+
+def note_plain_view(v):
+    """Remember a view of storage that does not require grad, so that a recorded in-place write
+    which makes the storage require grad can give it a history too (ops/inplace.py). The weak
+    references ride on the storage's version cell, ``_ver[1:]``; dead ones are dropped as it grows."""
+    cell = v._ver
+    cell.append(_weakref(v))
+    n = len(cell)
+    if n > 32 and n & (n - 1) == 0:
+        cell[1:] = [w for w in cell[1:] if w() is not None]
 
 
 def timed(op, fn, *args):

@@ -131,15 +131,15 @@ def permute(x, *dims):
 
 
 def transpose(x, *axes):
-    """No args: reverse the dims (NumPy, ``.T``). Two dims: swap them (PyTorch).
-    A full permutation: as NumPy's ``transpose(axes)``."""
+    """No args: reverse the dims (NumPy, ``.T``). Two dims: swap them (PyTorch), on
+    any ndim. A full permutation, as one tuple or list: as NumPy's ``transpose(axes)``."""
     x = _t(x, "transpose")
     nd = x.ndim
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-        axes = tuple(axes[0])
+        return permute(x, tuple(axes[0]))
     if not axes:
         return permute(x, tuple(range(nd))[::-1])
-    if len(axes) == 2 and nd != 2:
+    if len(axes) == 2:  # t.transpose(0, 1) swaps even on 2-D (there NumPy would read a permutation)
         return swapaxes(x, axes[0], axes[1])
     return permute(x, axes)
 
@@ -273,7 +273,9 @@ def getitem(x, idx):
     xd = x.data
     idx, basic = _convert_index(idx)
     if not basic:
-        idx = _to_device_index(idx, xd)
+        idx = _to_device_index(idx, xd, "getitem")
+    elif all(type(i) is int for i in idx):
+        idx = idx + (Ellipsis,)  # x[1, 2] is then a 0-d view, not a copied scalar
     try:
         out = C.timed("getitem", xd.__getitem__, idx)
     except IndexError as e:
@@ -282,11 +284,38 @@ def getitem(x, idx):
                   view_of=x if basic else None, info={"index": _fmt_index(idx)})
 
 
-def _to_device_index(idx, xd):
+def _to_device_index(idx, xd, op="getitem", shape=None):
+    """Index arrays onto ``xd``'s device. CuPy does not bounds-check integer index arrays (they
+    wrap around), so on the device they are checked here as NumPy checks them (one sync each)."""
     xp = C.xp_of(xd)
     if xp is np:
         return idx
-    return tuple(xp.asarray(i) if isinstance(i, np.ndarray) else i for i in idx)
+    idx = tuple(xp.asarray(i) if isinstance(i, np.ndarray) else i for i in idx)
+    _check_bounds(idx, xd.shape if shape is None else shape, op)
+    return idx
+
+
+def _check_bounds(idx, shape, op):
+    """IndexError for an integer index array that reaches outside its axis of ``shape``."""
+    def dims(i):  # how many axes of the indexed array an index entry consumes
+        if i is None or i is Ellipsis or isinstance(i, (bool, np.bool_)):
+            return 0
+        return i.ndim if getattr(i, "dtype", None) is not None and i.dtype.kind == "b" else 1
+
+    d = 0
+    for i in idx:
+        if i is Ellipsis:
+            d += len(shape) - sum(dims(j) for j in idx)
+            continue
+        if getattr(i, "dtype", None) is not None and i.dtype.kind in "iu" and i.size and d < len(shape):
+            n = shape[d]
+            out = (i < -n) | (i >= n)
+            if out.any():
+                raise IndexError(
+                    f"{op}: index {int(i[out].ravel()[0])} is out of bounds for axis {d} with size {n} "
+                    f"(tensor shape {tuple(shape)})"
+                )
+        d += dims(i)
 
 
 def _fmt_index(idx):
@@ -333,6 +362,8 @@ def index_add(shape, idx, values):
     """A zeros tensor of ``shape`` with ``values`` added at ``idx``; repeated indices accumulate."""
     values = _t(values, "index_add")
     idx, basic = _convert_index(idx)
+    if not basic:
+        idx = _to_device_index(idx, values.data, "index_add", tuple(shape))
     return _scatter(values, tuple(shape), idx, basic)
 
 
@@ -362,7 +393,7 @@ def concatenate(tensors, axis=0, *, dim=None):
                 f"concatenate: shapes {[tuple(t.shape) for t in ts]} differ outside axis {a}"
             )
     datas = [t.data for t in ts]
-    xp = _be.array_module(*datas)
+    xp = C.xp_all("concatenate", *datas)
     out = C.timed("concatenate", xp.concatenate, datas, a)
     bounds = [0]
     for t in ts:
@@ -394,7 +425,7 @@ def stack(tensors, axis=0, *, dim=None):
         raise AxisError(f"stack: axis {axis} is out of range for the result's ndim {nd}")
     a = axis + nd if axis < 0 else axis
     datas = [t.data for t in ts]
-    xp = _be.array_module(*datas)
+    xp = C.xp_all("stack", *datas)
     out = C.timed("stack", xp.stack, datas, a)
     return record("stack", _stack_rule, out, ts, attrs=(a, len(ts)), info={"axis": a})
 

@@ -1,0 +1,597 @@
+"""In-place operations: values, version counters, the errors that keep gradients honest,
+and correct gradients when a write is recorded (rebased histories, writes through views)."""
+import numpy as np
+import pytest
+
+import minigrad as mg
+from conftest import DEVICE, to_np
+
+
+def rnd(shape, seed=0, low=None):
+    a = np.random.default_rng(seed).standard_normal(shape)
+    return a if low is None else np.abs(a) + low
+
+
+def leaf(shape, seed=0, low=None):
+    return mg.tensor(rnd(shape, seed, low), requires_grad=True)
+
+
+def check(fn, *inputs, gg=True):
+    assert mg.gradcheck(fn, inputs)
+    if gg:
+        assert mg.gradgradcheck(fn, inputs)
+
+
+# -- values and versions -----------------------------------------------------------------------
+
+OPS = [
+    ("add_", lambda t, o: t.add_(o), lambda a, o: a + o),
+    ("add_alpha", lambda t, o: t.add_(o, alpha=2.5), lambda a, o: a + 2.5 * o),
+    ("sub_", lambda t, o: t.sub_(o), lambda a, o: a - o),
+    ("sub_alpha", lambda t, o: t.sub_(o, alpha=-3), lambda a, o: a + 3 * o),
+    ("mul_", lambda t, o: t.mul_(o), lambda a, o: a * o),
+    ("div_", lambda t, o: t.div_(o), lambda a, o: a / o),
+    ("iadd", lambda t, o: t.__iadd__(o), lambda a, o: a + o),
+    ("isub", lambda t, o: t.__isub__(o), lambda a, o: a - o),
+    ("imul", lambda t, o: t.__imul__(o), lambda a, o: a * o),
+    ("itruediv", lambda t, o: t.__itruediv__(o), lambda a, o: a / o),
+    ("copy_", lambda t, o: t.copy_(o), lambda a, o: np.broadcast_to(o, a.shape)),
+]
+
+
+@pytest.mark.parametrize("name,op,ref", OPS, ids=[o[0] for o in OPS])
+@pytest.mark.parametrize("other", ["tensor", "row", "scalar", "array"])
+def test_values_and_version(name, op, ref, other):
+    a = rnd((3, 4))
+    o = {"tensor": rnd((3, 4), 1, low=0.5), "row": rnd((4,), 2, low=0.5), "scalar": 1.75,
+         "array": rnd((3, 1), 3, low=0.5)}[other]
+    t = mg.tensor(a.copy())  # mg.tensor keeps a NumPy array's memory: writes would reach `a`
+    ver = t._ver[0]
+    arg = mg.tensor(o) if other in ("tensor", "row") else (mg.tensor(o).data if other == "array" else o)
+    r = op(t, arg)
+    assert r is t  # in place: the same tensor comes back
+    np.testing.assert_allclose(to_np(t), ref(a, o), rtol=1e-12)
+    assert t._ver[0] == ver + 1
+
+
+def test_augmented_assignment_keeps_the_object_and_storage():
+    t = mg.arange(6.0)
+    data, v = t.data, t[2:]
+    ident = id(t)
+    t += 1
+    t -= 0.5
+    t *= 2
+    t /= 4
+    assert id(t) == ident and t.data is data
+    np.testing.assert_allclose(t.numpy(), (np.arange(6.0) + 0.5) * 2 / 4)
+    np.testing.assert_allclose(v.numpy(), t.numpy()[2:])
+    assert t._ver[0] == 4
+
+
+def test_zero_fill_clamp_copy():
+    t = mg.tensor(rnd((3, 4)))
+    t.clamp_(-0.5, 0.25)
+    np.testing.assert_allclose(t.numpy(), np.clip(rnd((3, 4)), -0.5, 0.25))
+    t.clamp_(min=0.0)
+    assert t.numpy().min() >= 0
+    t.clip_(max=0.1)
+    assert t.numpy().max() <= 0.1
+    t.fill_(2.5)
+    assert (t.numpy() == 2.5).all()
+    t.fill_(mg.tensor(4.0))
+    assert (t.numpy() == 4.0).all()
+    t.zero_()
+    assert (t.numpy() == 0).all()
+    t.copy_(mg.arange(4))  # broadcast and cast
+    np.testing.assert_array_equal(t.numpy(), np.tile(np.arange(4.0), (3, 1)))
+    assert t.dtype == mg.float64
+    assert t._ver[0] == 7
+    with pytest.raises(ValueError, match="at least one"):
+        t.clamp_()
+    with pytest.raises(ValueError, match="does not broadcast"):
+        t.copy_(mg.zeros(4, 3))
+    with pytest.raises(ValueError, match="one-element"):
+        t.fill_(mg.ones(2))
+
+
+def test_setitem_values_and_version():
+    t = mg.zeros(4, 5)
+    t[1] = 1.0
+    t[:, 2] = mg.arange(4.0)
+    t[[0, 3], [4, 4]] = mg.tensor([7.0, 8.0])
+    t[t > 7.5] = -1.0
+    t[2, 1:3] = [5.0, 6.0]
+    t[..., 0] = [0.0, 1.0, 2.0, 3.0]  # Python data lands on the tensor's device
+    want = np.zeros((4, 5))
+    want[1] = 1
+    want[:, 2] = np.arange(4.0)
+    want[[0, 3], [4, 4]] = [7, 8]
+    want[want > 7.5] = -1
+    want[2, 1:3] = [5, 6]
+    want[..., 0] = np.arange(4.0)
+    np.testing.assert_array_equal(t.numpy(), want)
+    assert t._ver[0] == 6
+    with pytest.raises(ValueError, match="setitem"):
+        t[0] = mg.ones(3)
+    with pytest.raises(IndexError, match="setitem"):
+        t[9] = 1.0
+
+
+@pytest.mark.skipif(DEVICE == "cpu", reason="needs a device tensor")
+def test_no_implicit_transfers_but_copy_(device):
+    t = mg.zeros(3, device=device)
+    for write in (lambda: t.add_(np.ones(3)), lambda: t.__setitem__(0, np.ones(())),
+                  lambda: t.mul_(mg.ones(3, device="cpu"))):
+        with pytest.raises(RuntimeError, match="same device"):
+            write()
+    t.copy_(np.arange(3.0))  # copy_ is the explicit transfer
+    t.copy_(mg.arange(3.0, device="cpu") * 2)
+    np.testing.assert_array_equal(to_np(t), [0, 2, 4])
+    x = mg.tensor(np.ones(3), requires_grad=True, device="cpu")
+    t.copy_(x * 3)
+    t.sum().backward()
+    assert x.grad.device == "cpu"
+    np.testing.assert_array_equal(x.grad.numpy(), [3, 3, 3])
+
+
+def test_dtype_and_shape_rules_follow_numpy():
+    i = mg.arange(4)
+    i += 2          # int += int
+    i *= 3
+    np.testing.assert_array_equal(i.numpy(), (np.arange(4) + 2) * 3)
+    with pytest.raises(TypeError, match="same_kind"):
+        i += 0.5    # NumPy refuses to store a float result into an int array in place
+    with pytest.raises(TypeError, match="same_kind"):
+        i /= 2
+    f = mg.zeros(3)
+    f += mg.ones(3, dtype=mg.float64)  # float64 into float32: same kind, cast back
+    assert f.dtype == mg.float32
+    with pytest.raises(ValueError, match="never the tensor to a bigger shape"):
+        f += mg.ones(2, 3)
+    b = mg.zeros(3, dtype=mg.bool_)
+    b[1] = True
+    assert b.numpy().tolist() == [False, True, False]
+
+
+# -- version counters protect saved tensors ---------------------------------------------------
+
+def test_backward_refuses_a_saved_input_changed_in_place():
+    x = leaf(3)
+    y = x * 2
+    z = (y * y).sum()   # mul saves y (version 0)
+    y.add_(1)           # version 1
+    with pytest.raises(RuntimeError, match=r"modified by an in-place operation: input 0 of op 'mul'.*version 0.*version 1"):
+        z.backward()
+
+
+def test_backward_refuses_a_saved_output_changed_in_place():
+    x = leaf(3)
+    y = x.exp()         # exp saves its output
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=r"its output of op 'exp'.*saved at version 0 and is now at version 1"):
+        y.sum().backward()
+
+
+def test_version_counter_is_shared_by_views():
+    x = leaf((2, 3))
+    y = x * 1
+    z = (y.exp()).sum()  # saves exp's output, not y
+    w = (y[0] * y[0]).sum()  # saves the view y[0]
+    with mg.no_grad():
+        y[1, 1] = 5.0   # a write anywhere in the storage bumps the one counter
+    z.backward()        # exp's saved output is another storage: fine
+    with pytest.raises(RuntimeError, match="input 0 of op 'mul'"):
+        w.backward()
+
+
+def test_write_under_no_grad_of_a_leaf_is_caught_by_backward():
+    w = leaf(3)
+    loss = (w * w).sum()
+    with mg.no_grad():
+        w.sub_(0.1)
+    with pytest.raises(RuntimeError, match="version"):
+        loss.backward()
+
+
+# -- leaves ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("write", [
+    lambda w: w.add_(1), lambda w: w.mul_(2), lambda w: w.zero_(), lambda w: w.fill_(1.0),
+    lambda w: w.copy_(mg.ones(3)), lambda w: w.clamp_(0, 1), lambda w: w.__iadd__(1),
+    lambda w: w.__setitem__(0, 1.0),
+])
+def test_leaf_requiring_grad_only_under_no_grad(write):
+    w = leaf(3)
+    with pytest.raises(RuntimeError, match="leaf tensor that requires grad.*no_grad"):
+        write(w)
+    assert w._ver[0] == 0
+    with mg.no_grad():
+        write(w)
+    assert w._ver[0] == 1 and w.requires_grad and w.is_leaf
+
+
+def test_view_of_a_leaf_requiring_grad():
+    w = leaf((2, 3))
+    with pytest.raises(RuntimeError, match="view of a leaf that requires grad"):
+        w[0].zero_()
+    with pytest.raises(RuntimeError, match="view of a leaf that requires grad"):
+        w[0] += 1
+    with pytest.raises(RuntimeError, match="view of a leaf that requires grad"):
+        w.T[1] = 0.0
+    with mg.no_grad():
+        w[0] += 1
+        w.T[1] = 0.0
+    assert w.numpy()[1, 1] == 0
+
+
+def test_optimizer_style_update():
+    w = leaf(4)
+    for _ in range(3):
+        loss = ((w - 1.0) ** 2).sum()
+        loss.backward()
+        with mg.no_grad():
+            w -= 0.25 * w.grad
+        w.grad = None
+    np.testing.assert_allclose(w.numpy(), 1 + (rnd(4) - 1) * 0.5 ** 3, rtol=1e-12)
+
+
+def test_detached_alias_of_a_leaf_writes_values():
+    w = leaf(3)
+    loss = (w * 3).sum()  # saves nothing that depends on w's value
+    w.detach().zero_()
+    assert (w.numpy() == 0).all()
+    loss.backward()
+    np.testing.assert_array_equal(w.grad.numpy(), [3, 3, 3])
+
+
+def test_buffer_written_with_values_that_require_grad():
+    x = leaf(3)
+    buf = mg.zeros(2, 3, dtype=mg.float64)
+    assert buf.is_leaf and not buf.requires_grad
+    buf[1] = x * 2
+    assert buf.requires_grad and not buf.is_leaf and buf.grad_fn.op == "setitem"
+    (buf * buf).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 8 * x.numpy())
+    acc = mg.zeros((), dtype=mg.float64)
+    acc += (x * x).sum()
+    assert acc.requires_grad
+
+
+def test_int_tensor_written_with_float_values_records_nothing():
+    x = leaf(3)
+    i = mg.zeros(3, dtype=mg.int64)
+    i[:] = x * 10
+    assert not i.requires_grad and i.is_leaf
+
+
+# -- recorded writes: gradients stay correct ---------------------------------------------------
+
+def test_rebase_each_op():
+    x, w = leaf((3, 4)), leaf((3, 4), 1, low=0.5)
+    check(lambda x, w: (x * 1).add_(w, alpha=2), x, w)
+    check(lambda x, w: (x * 1).sub_(w[0]), x, w)
+    check(lambda x, w: (x * 1).mul_(w), x, w)
+    check(lambda x, w: (x * 1).div_(w), x, w)
+    check(lambda x, w: (x * 1).mul_(2.5).div_(4.0).add_(1.0), x, w)
+    check(lambda x: (x * 1).clamp_(-0.5, 0.5) * x, leaf((3, 4), 5))
+    check(lambda x, w: (x * 1).zero_() + w, x, w)
+    check(lambda x, w: (x * 2).copy_(w[1]) * x, x, w)
+    check(lambda x, w: (x * 2).fill_(w[0, 0]) * x, x, w)
+
+
+def test_augmented_assignment_in_a_graph():
+    def f(x, w):
+        y = x * 1
+        y += w
+        y *= w
+        y -= x
+        y /= w
+        return y
+
+    check(f, leaf((2, 3)), leaf((2, 3), 1, low=0.5))
+
+
+def test_self_aliasing_operands():
+    check(lambda x: (x * 1).mul_((x * 1)), leaf(4))
+
+    def f(x):
+        y = x * 1
+        y.mul_(y)           # other is y itself: its old value is saved
+        return y
+
+    def g(x):
+        y = x * 1
+        y.div_(y[::-1])    # other is a view of the same storage
+        return y
+
+    def h(x):
+        y = x + 1
+        y[1:] = y[:-1]     # overlapping copy
+        return y
+
+    check(f, leaf(4))
+    check(g, leaf(4, low=0.5))
+    check(h, leaf(4))
+
+
+def test_setitem_gradients():
+    x, v = leaf((3, 4)), leaf(4, 1)
+    check(lambda x, v: _set(x * 1, 1, v), x, v)
+    check(lambda x, v: _set(x * 1, (slice(None), 2), v[:3]), x, v)
+    check(lambda x, v: _set(x * 1, (np.array([0, 2]), np.array([1, 3])), v[:2]), x, v)
+    check(lambda x, v: _set(x * 1, x.detach() > 0, 2.0) * x, x, v)
+    check(lambda x, v: _set(x * 1, (Ellipsis, 0), v[0]), x, v)  # a value broadcast to a column
+
+
+def _set(t, idx, value):
+    t[idx] = value
+    return t
+
+
+def test_setitem_repeated_indices_the_last_write_wins_and_gets_the_gradient():
+    x = leaf(4)
+    v = leaf(3, 1)
+    y = x * 1
+    y[[0, 0, 2]] = v       # v[0] is overwritten by v[1] at position 0
+    np.testing.assert_allclose(y.numpy(), [v.numpy()[1], x.numpy()[1], v.numpy()[2], x.numpy()[3]])
+    (y * mg.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    np.testing.assert_allclose(v.grad.numpy(), [0.0, 1.0, 3.0])
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 2.0, 0.0, 4.0])
+    check(lambda x, v: _set(x * 1, [3, 1, 3, 3], v[:4] if v.shape[0] >= 4 else mg.cat([v, v])[:4]), x, leaf(4, 2))
+
+
+def test_write_through_a_view_in_a_graph():
+    x, w = leaf((3, 4)), leaf((3, 4), 1)
+
+    def row_iadd(x, w):
+        h = x * 1
+        h[0] += w[1]          # += on a view, then the assignment back
+        return h * x
+
+    def col_set(x, w):
+        h = x * 2
+        h[:, 1] = w[:, 0]
+        return h
+
+    def transposed(x, w):
+        h = x * 1
+        h.T[1:3].mul_(w.T[:2])  # a view of a view, non-contiguous
+        return h * h
+
+    def reshaped(x, w):
+        h = (x * 1).reshape(12)
+        h.view(4, 3)[1:].add_(w.reshape(4, 3)[1:] * 2)
+        return h.reshape(3, 4) * w
+
+    def into_plain_buffer(x, w):
+        buf = mg.zeros(4, 4, dtype=mg.float64)
+        buf.T[1:][:, :3] = x[:, :3] * w[:, :3]
+        return buf * buf
+
+    for f in (row_iadd, col_set, transposed, reshaped, into_plain_buffer):
+        check(f, x, w)
+
+
+def test_views_taken_before_a_write_are_re_derived():
+    def f(x):
+        h = x * 3
+        a = h[0]           # taken before the write
+        before = a * 1     # used before: sees the old values
+        h.mul_(2)
+        return before + a * 5 + h.sum(0)  # used after: a is re-derived from h's new history
+
+    check(f, leaf((3, 4)))
+    x = leaf((3, 4))
+    h = x * 3
+    a = h[0]
+    h.mul_(2)
+    (a * 1).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[6] * 4, [0] * 4, [0] * 4])
+
+
+def test_broadcast_views_taken_before_a_write_are_re_derived():
+    def f(x, w):
+        y = x * 1
+        e = y.expand(3, 4)    # zero strides: each element of y appears three times
+        y.mul_(w[0])
+        return e * w
+
+    check(f, leaf(4), leaf((3, 4), 1))
+
+
+def test_views_taken_before_the_storage_required_grad():
+    def halves(x, w):
+        out = mg.zeros(2, 6, dtype=mg.float64)
+        left, right = out[:, :3], out[:, 3:]  # plain views: out does not require grad yet
+        left[:] = x * 2                       # out requires grad from here on
+        right[:] = x * w                      # right was given a history by that write
+        return (left * right) + out[:, 1:4] * out[:, 2:5]
+
+    check(halves, leaf((2, 3)), leaf((2, 3), 1))
+
+    x = leaf(2)
+    buf = mg.zeros(3, dtype=mg.float64)
+    with mg.no_grad():
+        tail = buf[1:]                        # taken under no_grad, of a plain tensor
+    d = buf.detach()
+    buf[1:] = x * 3
+    assert tail.requires_grad and not d.requires_grad
+    (tail * tail).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 18 * x.numpy())
+
+
+def test_plain_views_are_remembered_weakly():
+    t = mg.zeros(10)
+    keep = [t[i] for i in range(3)]
+    for i in range(1000):
+        t[i % 10 :]  # a view, dropped at once
+    assert len(t._ver) < 100 and t._ver[0] == 0
+    x = leaf(10)
+    t.copy_(x)
+    assert all(k.requires_grad for k in keep)
+
+
+def test_detached_alias_of_a_graph_tensor_cannot_be_written_with_grad():
+    x = leaf(3)
+    y = x * 2
+    with pytest.raises(RuntimeError, match="not part of that graph"):
+        y.detach().mul_(5)
+    with mg.no_grad():
+        v = y[1:]
+    with pytest.raises(RuntimeError, match="not part of that graph"):
+        v.zero_()
+    with mg.no_grad():
+        y.detach().add_(1)   # the user asked for it
+    np.testing.assert_allclose(y.numpy(), 2 * x.numpy() + 1)
+
+
+def test_retain_grad_follows_the_rebase():
+    x = leaf(3)
+    y = x * 2
+    y.retain_grad()
+    y.mul_(3)
+    (y * y).sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), 2 * y.numpy())
+
+
+def test_grad_fn_and_tape_show_the_writes():
+    x = leaf((2, 3))
+    y = x * 1
+    y.add_(1)
+    y[0] = 0.0
+    y.T[0].mul_(2)
+    assert y.grad_fn.op == "copy_slices" and y.grad_fn.info["op"] == "mul_"
+    ops = [n.op for n in mg.autograd.tape(y)]
+    assert ops[:3] == ["mul", "add_", "setitem"] and ops[-1] == "copy_slices"
+
+
+def test_copy_to_and_from_other_dtypes_is_differentiable():
+    x = leaf(3)
+    y = mg.zeros(2, 3, dtype=mg.float32)
+    y.copy_(x * 2)
+    assert y.dtype == mg.float32 and y.requires_grad
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [4, 4, 4])
+    assert x.grad.dtype == mg.float64
+
+
+def test_second_order_through_writes():
+    def f(x):
+        y = x * 1
+        y.mul_(x)
+        y[1] = y[0].clone() * x[2]  # (y[0] * x[2] would save the view y[0], which the write changes)
+        return y * x
+
+    check(f, leaf(3))
+
+
+# -- memory that must not be written -------------------------------------------------------------
+
+def test_broadcast_views_cannot_be_written():
+    t = mg.zeros(4)
+    e = t.expand(3, 4)
+    for write in (lambda e: e.add_(1), lambda e: e.__setitem__((0, 0), 1.0), lambda e: e.zero_()):
+        with pytest.raises(RuntimeError, match="broadcast .expanded. tensor.*share one memory location"):
+            write(e)
+    assert (t.numpy() == 0).all() and t._ver[0] == 0
+    with pytest.raises(RuntimeError, match="broadcast"):
+        t[None].broadcast_to((2, 4)).mul_(2)
+    c = e.clone()
+    c.add_(1)  # a clone is fine
+    assert (c.numpy() == 1).all()
+
+
+def test_grad_is_copied_on_write():
+    x = leaf(3)
+    (x * 2).sum().backward()
+    g = x.grad
+    g.mul_(0.5)   # .grad arrays are read-only views: the tensor gets its own copy
+    np.testing.assert_allclose(x.grad.numpy(), [1, 1, 1])
+    x.grad.zero_()
+    assert (x.grad.numpy() == 0).all()
+    x.grad += 1.0
+    np.testing.assert_allclose(x.grad.numpy(), [1, 1, 1])
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="CuPy arrays have no read-only flag: a shared .grad is not detectable")
+def test_writing_one_grad_leaves_a_grad_that_shares_its_array_alone():
+    a, b = leaf(3), leaf(3, 1)
+    (a + b).sum().backward()  # add sends the same gradient array to both
+    a.grad.zero_()
+    np.testing.assert_array_equal(a.grad.numpy(), [0, 0, 0])
+    np.testing.assert_array_equal(b.grad.numpy(), [1, 1, 1])
+    s = leaf((2, 3))
+    s.sum().backward()        # sum's gradient is a broadcast (read-only, zero strides)
+    s.grad[0] = 5.0
+    np.testing.assert_array_equal(s.grad.numpy(), [[5, 5, 5], [1, 1, 1]])
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="read-only memory is a NumPy notion")
+def test_views_of_read_only_memory_cannot_be_written():
+    x = leaf((2, 3))
+    (x * 2).sum().backward()
+    with pytest.raises(RuntimeError, match="read-only memory"):
+        x.grad[0].zero_()
+    ro = np.ones(3)
+    ro.flags.writeable = False
+    t = mg.Tensor(ro)
+    t.add_(1)  # not a view: copy-on-write, the user's array is untouched
+    np.testing.assert_array_equal(ro, [1, 1, 1])
+    np.testing.assert_array_equal(t.numpy(), [2, 2, 2])
+
+
+# -- an oracle: the same programs in PyTorch ------------------------------------------------------
+
+PROGRAMS = {
+    "chain": lambda x, w, L: (x * 2).mul_(w).add_(x, alpha=3).div_(w + 3),
+    "setitem": lambda x, w, L: _prog_setitem(x, w),
+    "view_iadd": lambda x, w, L: _prog_view(x, w),
+    "stale_view": lambda x, w, L: _prog_stale(x, w),
+    "clamp_copy": lambda x, w, L: _prog_clamp(x, w),
+}
+
+
+def _prog_setitem(x, w):
+    y = x * 1
+    y[1] = w[0] * 5
+    y[0, 1:] += w[1, :2]
+    return y * y
+
+
+def _prog_view(x, w):
+    h = x * 1
+    h.T[1].mul_(w[0])
+    z = h[1:]
+    z += w[:2]
+    z.mul_(2)
+    return h * x + z.sum()
+
+
+def _prog_stale(x, w):
+    h = x * 3
+    a = h[0]
+    b = a * 1
+    h.mul_(w)
+    return b + a * 3 + h.sum()
+
+
+def _prog_clamp(x, w):
+    y = x + 0
+    y.clamp_(-0.5, 0.5)
+    y.copy_((y * 2) * w)  # (y * w would save y, which copy_ changes: an error, in PyTorch too)
+    return y
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_against_pytorch(name):
+    torch = pytest.importorskip("torch")
+    a, b = rnd((3, 3)), rnd((3, 3), 1)
+    xs = [mg.tensor(a, requires_grad=True), mg.tensor(b, requires_grad=True)]
+    ts = [torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)]
+    out_m, out_t = PROGRAMS[name](*xs, mg), PROGRAMS[name](*ts, torch)
+    g = rnd(tuple(out_t.shape), 2)
+    out_m.backward(mg.tensor(g))
+    out_t.backward(torch.tensor(g))
+    np.testing.assert_allclose(to_np(out_m), out_t.detach().numpy(), rtol=1e-12)
+    for x, t in zip(xs, ts, strict=True):
+        np.testing.assert_allclose(to_np(x.grad), t.grad.numpy(), rtol=1e-10, atol=1e-12)
