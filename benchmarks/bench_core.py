@@ -27,9 +27,9 @@ def chain_workloads(n=16):
     a0 = 0.5 + 0.1 * a0
 
     def mg_run():
-        x = mg.tensor(x0, requires_grad=True)
-        a = mg.tensor(a0, requires_grad=True)
-        b = mg.tensor(b0, requires_grad=True)
+        x = mg.from_numpy(x0).requires_grad_()
+        a = mg.from_numpy(a0).requires_grad_()
+        b = mg.from_numpy(b0).requires_grad_()
         y = x
         for _ in range(BLOCKS):
             y = ((y * a + b) * a + b).tanh()
@@ -82,9 +82,11 @@ def sum_workloads(dtype):
     x0 = rng.standard_normal((100, 1000, 100)).astype(dtype)
     w0 = rng.standard_normal((100, 100)).astype(dtype)
 
+    x = mg.from_numpy(x0).requires_grad_()  # leaves made once, as for torch below
+    w = mg.from_numpy(w0).requires_grad_()
+
     def mg_run():
-        x = mg.tensor(x0, requires_grad=True)
-        w = mg.tensor(w0, requires_grad=True)
+        x.grad = w.grad = None
         y = x.sum(axis=1)
         (y * w).sum().backward()
         return x.grad

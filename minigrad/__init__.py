@@ -15,7 +15,7 @@ from . import autograd
 from .autograd import enable_grad, grad, is_grad_enabled, no_grad
 from .backend import get_default_device, set_default_device
 from .creation import (
-    arange, empty, eye, full, full_like, linspace, manual_seed, ones, ones_like, rand, randint,
+    arange, empty, eye, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, randint,
     randn, tensor, zeros, zeros_like,
 )
 from .errors import AxisError, GradcheckError, MinigradError

@@ -19,6 +19,7 @@ helpers.
 """
 from __future__ import annotations
 
+import gc
 import itertools
 import time
 import weakref
@@ -42,30 +43,31 @@ _wrap = None
 class Node:
     """One recorded operation: what backward needs to send gradients to its inputs."""
 
+    # every op creates one: only the fields set per op are slots set in __init__; the
+    # rarely used ones are class-level defaults, overridden in the instance __dict__
     __slots__ = (
-        "op", "rule", "parents", "meta", "saved", "saved_t", "out_pos", "vers",
-        "attrs", "seq", "_g", "freed", "out_meta", "n_out", "hooks", "retain", "info",
-        "view_ver", "__weakref__",
+        "op", "rule", "parents", "meta", "out_meta", "attrs", "seq", "saved", "saved_t",
+        "vers", "_g", "freed", "out_pos", "view_ver", "__dict__", "__weakref__",
     )
+    n_out = 1       # outputs (autograd.Function may have several)
+    hooks = None    # hooks of the (non-leaf) output tensor
+    retain = None   # weakref of the output when retain_grad()
+    info = None     # attributes shown to readers (axis, keepdims, pattern...)
 
     def __init__(self, op, rule, parents, meta, out_meta, attrs=None):
         self.op = op
         self.rule = rule
-        self.parents = parents      # per input: Node, leaf Tensor or None
+        self.parents = parents      # per input: Node, (Node, output index), leaf Tensor or None
         self.meta = meta            # per input: (shape, dtype) or None
         self.out_meta = out_meta    # (shape, dtype) of the output (first output)
         self.attrs = attrs          # op attributes the rule needs (axis, shapes...)
+        self.seq = next(_seq)       # creation order: a Node runs after its inputs' Nodes
         self.saved = ()             # backend arrays for the first-order rule
         self.saved_t = ()           # Tensors behind `saved` (None where a raw array)
-        self.out_pos = -1           # index in `saved` of the output's array
-        self.vers = ()              # ((version_cell, version_at_save, what), ...)
-        self.seq = next(_seq)
+        self.vers = ()              # ((version_cell, version_at_save, index in saved), ...)
         self._g = None              # gradient accumulated during backward
         self.freed = False
-        self.n_out = 1
-        self.hooks = None           # hooks of the (non-leaf) output tensor
-        self.retain = None          # weakref of the output when retain_grad()
-        self.info = None            # attributes shown to readers (axis, keepdims, pattern...)
+        self.out_pos = -1           # index in `saved` of the output's array
         self.view_ver = None        # view ops: the storage version when the view was taken
 
     # -- the view the public tape shows ------------------------------------
@@ -295,22 +297,22 @@ def _readonly(a):
 
 def _collect(roots):
     """Every Node reachable from ``roots``, in reverse creation order (no recursion)."""
-    seen = set()
-    order = []
-    stack = list(roots)
+    seen = set(roots)
+    stack = list(seen)
+    pop, push, add = stack.pop, stack.append, seen.add
     while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        order.append(n)
-        for p in n.parents:
-            if p is None:
-                continue
-            if type(p) is tuple:
+        for p in pop().parents:
+            c = p.__class__
+            if c is Node:
+                if p not in seen:
+                    add(p)
+                    push(p)
+            elif c is tuple:
                 p = p[0]
-            if type(p) is Node and id(p) not in seen:
-                stack.append(p)
+                if p not in seen:
+                    add(p)
+                    push(p)
+    order = list(seen)
     order.sort(key=_seq_of, reverse=True)
     return order
 
@@ -340,13 +342,21 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
             continue
         _node_add(node, t._oidx, g)
         roots.append(node)
-    order = _collect(roots) if roots else ()
+    # The walk allocates many short-lived containers and no reference cycles: pausing the
+    # cycle collector spares it rescanning the (acyclic) graph again and again.
+    gc_was_on = gc.isenabled()
+    gc.disable()
     try:
-        with _grad_mode(graph):
-            _walk(order, graph, retain_graph, capture, leaves)
+        order = _collect(roots) if roots else ()
+        try:
+            with _grad_mode(graph):
+                _walk(order, graph, retain_graph, capture, leaves)
+        finally:
+            for n in order:
+                n._g = None
     finally:
-        for n in order:
-            n._g = None
+        if gc_was_on:
+            gc.enable()
     for leaf, g in leaves.values():
         if capture is not None:
             if id(leaf) in capture:
@@ -379,8 +389,11 @@ def _walk(order, graph, retain_graph, capture, leaves):
         if graph:
             saved = n._unpack(True)
         else:
-            if n.freed or n.vers:
+            if n.freed:
                 n._check()
+            for cell, v, _i in n.vers:
+                if cell[0] != v:
+                    n._check()
             saved = n.saved
         if prof is not None:
             t0 = time.perf_counter()
@@ -411,7 +424,11 @@ def _walk(order, graph, retain_graph, capture, leaves):
             elif tp is tuple:
                 _node_add(p[0], p[1], gi)
             else:
-                _leaf_add(leaves, p, gi)
+                e = leaves.get(id(p))
+                if e is None:
+                    leaves[id(p)] = [p, gi]
+                else:
+                    e[1] = e[1] + gi
 
 
 def _leaf_add(leaves, leaf, g):

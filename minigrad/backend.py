@@ -8,28 +8,44 @@ from __future__ import annotations
 
 import numpy as np
 
-_cupy = None  # the cupy module once a CUDA device has been asked for
-_ndarray = np.ndarray
+_cupy = None   # the cupy module (or the CPU stand-in) once a CUDA device has been asked for
+_cupyx = None  # its companion namespace, for scatter_add
+_n_gpus = 0    # how many CUDA devices it sees
 
 
 def _import_cupy():
-    global _cupy
+    global _cupy, _cupyx, _n_gpus
     if _cupy is None:
         try:
             import cupy  # noqa: PLC0415 - optional dependency, imported on demand
-        except ImportError as e:  # pragma: no cover - depends on the machine
+            import cupyx  # noqa: PLC0415
+        except ImportError as e:
             raise RuntimeError(
-                "device 'cuda' needs CuPy: install it with `pip install minigrad[gpu]` "
-                "(or a cupy-cudaXX wheel matching your CUDA) on a machine with an NVIDIA GPU"
+                "device 'cuda' needs CuPy, which is not installed: `pip install minigrad[gpu]` "
+                f"(or the cupy-cudaXX wheel matching your CUDA) on a machine with an NVIDIA GPU ({e})"
             ) from e
         try:
             n = cupy.cuda.runtime.getDeviceCount()
-        except Exception as e:  # pragma: no cover
+        except Exception as e:  # pragma: no cover - depends on the machine
             raise RuntimeError(f"device 'cuda': CuPy is installed but no GPU is usable ({e})") from e
         if n == 0:  # pragma: no cover
             raise RuntimeError("device 'cuda': CuPy is installed but no GPU was found")
-        _cupy = cupy
+        _cupy, _cupyx, _n_gpus = cupy, cupyx, n
     return _cupy
+
+
+def use_fake_cupy(enable: bool = True) -> None:
+    """Testing aid: treat the CPU stand-in ``minigrad._fakecupy`` as CuPy (device 'cuda:0').
+
+    ``enable=False`` forgets it; the next CUDA request imports the real CuPy.
+    """
+    global _cupy, _cupyx, _n_gpus
+    if enable:
+        from . import _fakecupy  # noqa: PLC0415
+
+        _cupy, _cupyx, _n_gpus = _fakecupy, _fakecupy.cupyx, _fakecupy.cuda.runtime.getDeviceCount()
+    else:
+        _cupy = _cupyx = None
 
 
 def is_cupy_array(a) -> bool:
@@ -100,7 +116,19 @@ def xp_for(device: str):
     """The array module for a normalised device string."""
     if device == "cpu":
         return np
-    return _import_cupy()
+    cp = _import_cupy()
+    _device_index(device)
+    return cp
+
+
+def _device_index(device: str) -> int:
+    """N of 'cuda:N', checked against the GPUs present."""
+    idx = int(device.split(":")[1])
+    if idx >= _n_gpus:
+        raise ValueError(
+            f"device {device!r} does not exist: this machine has {_n_gpus} CUDA device(s) (cuda:0..cuda:{_n_gpus - 1})"
+        )
+    return idx
 
 
 def to_device(a, device: str):
@@ -110,11 +138,14 @@ def to_device(a, device: str):
             return a.get()
         return a
     cp = _import_cupy()
-    idx = int(device.split(":")[1])
-    if isinstance(a, cp.ndarray) and a.device.id == idx:
-        return a
+    idx = _device_index(device)
+    if isinstance(a, cp.ndarray):
+        if a.device.id == idx:
+            return a
+        with cp.cuda.Device(idx):
+            return cp.array(a, copy=True)  # peer copy onto the current device
     with cp.cuda.Device(idx):
-        return cp.asarray(a)
+        return cp.asarray(a)  # host -> device copy
 
 
 def to_numpy(a) -> np.ndarray:
@@ -124,14 +155,39 @@ def to_numpy(a) -> np.ndarray:
     return np.asarray(a)
 
 
+# dtypes cupyx.scatter_add takes (CUDA atomicAdd); others are routed through one of these
+_ATOMIC_ADD = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.uint64, np.float16, np.float32, np.float64))
+
+
 def index_add(xp, target, index, values) -> None:
-    """target[index] += values, accumulating repeated indices (NumPy and CuPy)."""
+    """target[index] += values, accumulating repeated indices (NumPy and CuPy).
+
+    NumPy: ``np.add.at``. CuPy: ``cupyx.scatter_add`` (``cupy.scatter_add`` was removed in
+    CuPy 8), which takes only atomicAdd's dtypes: int64 adds as uint64 (the same bits in two's
+    complement), small ints and bool through int32, complex as two real halves.
+    """
     if xp is np:
         np.add.at(target, index, values)
-    else:  # pragma: no cover - GPU only
-        import cupyx  # noqa: PLC0415
-
-        cupyx.scatter_add(target, index, values)
+        return
+    dt = target.dtype
+    if dt in _ATOMIC_ADD:
+        _cupyx.scatter_add(target, index, values)
+    elif dt == np.int64:
+        v = xp.asarray(values).astype(np.int64, copy=False)
+        _cupyx.scatter_add(target.view(np.uint64), index, v.view(np.uint64))
+    elif dt.kind == "c":
+        v = xp.asarray(values)
+        for part, unit in ((v.real, 1), (v.imag, 1j)):
+            acc = xp.zeros(target.shape, dtype=part.dtype)
+            index_add(xp, acc, index, part)
+            target += acc * unit
+    else:  # bool, int8/16, uint8/16: accumulate in 32 bits, then add once (wraps like NumPy)
+        acc = xp.zeros(target.shape, dtype=np.uint32 if dt.kind == "u" else np.int32)
+        _cupyx.scatter_add(acc, index, xp.asarray(values).astype(acc.dtype))
+        if dt == np.bool_:
+            target |= acc != 0
+        else:
+            target += acc.astype(dt)
 
 
 def bincount_add(xp, index, weights, minlength):

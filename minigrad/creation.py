@@ -150,11 +150,26 @@ def tensor(data, dtype=None, requires_grad=False, device=None) -> Tensor:
     """A new Tensor from data (lists, scalars, NumPy/CuPy arrays, Tensors).
 
     Python floats and lists of floats become the default dtype (float32); a NumPy
-    or CuPy array keeps its dtype. Only floating tensors may require grad.
+    or CuPy array keeps its dtype. The data is always copied, as ``torch.tensor`` does,
+    so in-place writes never reach the caller's array (``mg.from_numpy`` shares memory).
+    Only floating tensors may require grad.
 
     >>> mg.tensor([[1.0, 2.0]], requires_grad=True).shape
     (1, 2)
     """
     if isinstance(data, Tensor):
-        data = data.data.copy()
+        data = data.data
+    if hasattr(data, "copy") and hasattr(data, "shape") and not isinstance(data, np.generic):
+        data = data.copy()
     return Tensor(data, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def from_numpy(a, requires_grad=False) -> Tensor:
+    """A Tensor sharing memory with the NumPy (or CuPy) array ``a`` (no copy).
+
+    >>> a = np.zeros(3); t = mg.from_numpy(a); t.data is a
+    True
+    """
+    if not hasattr(a, "shape") or not hasattr(a, "dtype"):
+        raise TypeError(f"from_numpy: expected a NumPy or CuPy array, got {type(a).__name__}")
+    return Tensor(a, requires_grad=requires_grad)

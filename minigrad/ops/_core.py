@@ -11,6 +11,7 @@ with ``create_graph=True``; the ``dual`` helpers below (``exp``, ``where``,
 from __future__ import annotations
 
 import time
+from time import perf_counter as _perf
 from weakref import ref as _weakref
 
 import numpy as np
@@ -22,6 +23,7 @@ from ..tensor import Tensor, _wrap
 
 _nd = np.ndarray
 _generic = np.generic
+_new = object.__new__
 
 
 def edge(x):
@@ -85,22 +87,33 @@ def unary(op, fwd, rule, x, save=0, attrs=None):
     if prof is None:
         out = fwd(xd)
     else:
-        t0 = time.perf_counter()
+        t0 = _perf()
         out = fwd(xd)
-        prof._add_forward(op, time.perf_counter() - t0)
+        prof._add_forward(op, _perf() - t0)
     if out.__class__ is not _nd:
         out = as_array_out(out)
-    r = _wrap(out)
+    r = _new(Tensor)  # _wrap, inlined: this runs for every op
+    r.data = out
+    r.grad = r._node = r._hooks = r._base = None
+    r._oidx = 0
+    ver = r._ver = [0]
     if x._rg and _ag.GRAD_ENABLED:
         n = Node(op, rule, (edge(x),), ((xd.shape, xd.dtype),), (out.shape, out.dtype), attrs)
         if save == 1:
-            n.save((x,))
+            n.saved = (xd,)
+            n.saved_t = (x,)
+            n.vers = ((x._ver, x._ver[0], 0),)
         elif save == 2:
-            n.save((r,), r)
+            n.saved = (out,)
+            n.saved_t = (None,)
+            n.out_pos = 0
+            n.vers = ((ver, 0, 0),)
         r._node = n
         r._rg = True
         if prof is not None:
             prof._add_saved(op, n.saved_bytes)
+    else:
+        r._rg = False
     return r
 
 
@@ -109,28 +122,28 @@ def binary(op, fwd, rule, x, y, save=""):
 
     ``save``: "" nothing, "cross" each input only when the other needs a gradient, "both".
     """
-    if isinstance(x, Tensor):
+    if x.__class__ is Tensor or isinstance(x, Tensor):
         xd = x.data
-        xt = x if x._rg else None
+        xr = x._rg
     else:
         xd = const(x, op)
-        xt = None
-    if isinstance(y, Tensor):
+        xr = False
+    if y.__class__ is Tensor or isinstance(y, Tensor):
         yd = y.data
-        yt = y if y._rg else None
+        yr = y._rg
     else:
         yd = const(y, op)
-        yt = None
-    if type(xd) is not type(yd):
+        yr = False
+    if xd.__class__ is not yd.__class__:
         check_same_device(op, xd, yd)
     prof = _ag.PROFILER
     try:
         if prof is None:
             out = fwd(xd, yd)
         else:
-            t0 = time.perf_counter()
+            t0 = _perf()
             out = fwd(xd, yd)
-            prof._add_forward(op, time.perf_counter() - t0)
+            prof._add_forward(op, _perf() - t0)
     except ValueError as e:
         if "broadcast" in str(e):
             raise ValueError(
@@ -140,23 +153,28 @@ def binary(op, fwd, rule, x, y, save=""):
         raise
     if out.__class__ is not _nd:
         out = as_array_out(out)
-    r = _wrap(out)
-    if (xt is not None or yt is not None) and _ag.GRAD_ENABLED:
+    r = _new(Tensor)  # _wrap, inlined
+    r.data = out
+    r.grad = r._node = r._hooks = r._base = None
+    r._oidx = 0
+    r._ver = [0]
+    if (xr or yr) and _ag.GRAD_ENABLED:
         n = Node(
             op, rule,
-            (None if xt is None else edge(xt), None if yt is None else edge(yt)),
-            (None if xt is None else (xd.shape, xd.dtype), None if yt is None else (yd.shape, yd.dtype)),
+            (edge(x) if xr else None, edge(y) if yr else None),
+            ((xd.shape, xd.dtype) if xr else None, (yd.shape, yd.dtype) if yr else None),
             (out.shape, out.dtype),
         )
         if save:
             # "cross": x only when y needs a gradient, and y only when x does
-            sx = x if save == "both" or yt is not None else None
-            sy = y if save == "both" or xt is not None else None
-            _save_pair(n, sx, sy)
+            both = save == "both"
+            _save_pair(n, x if both or yr else None, y if both or xr else None)
         r._node = n
         r._rg = True
         if prof is not None:
             prof._add_saved(op, n.saved_bytes)
+    else:
+        r._rg = False
     return r
 
 

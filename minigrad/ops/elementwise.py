@@ -328,7 +328,7 @@ def where(cond, x, y):
     c = cond.data if isinstance(cond, Tensor) else C.const(cond, "where")
     xd = x.data if isinstance(x, Tensor) else C.const(x, "where")
     yd = y.data if isinstance(y, Tensor) else C.const(y, "where")
-    xp = C.xp_of(c if hasattr(c, "shape") else xd if hasattr(xd, "shape") else yd)
+    xp = C.xp_all("where", c, xd, yd)
     if hasattr(c, "dtype") and c.dtype != bool:
         c = c.astype(bool)
     try:
