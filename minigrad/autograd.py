@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import operator
 import time
 import weakref
 from contextlib import contextmanager
@@ -47,11 +48,8 @@ class Node:
     # rarely used ones are class-level defaults, overridden in the instance __dict__
     __slots__ = (
         "op", "rule", "parents", "meta", "out_meta", "attrs", "seq", "saved", "saved_t",
-        "vers", "_g", "freed", "out_pos", "view_ver", "__dict__", "__weakref__",
+        "vers", "_g", "freed", "out_pos", "view_ver", "_slow", "__dict__", "__weakref__",
     )
-    n_out = 1       # outputs (autograd.Function may have several)
-    hooks = None    # hooks of the (non-leaf) output tensor
-    retain = None   # weakref of the output when retain_grad()
     info = None     # attributes shown to readers (axis, keepdims, pattern...)
 
     def __init__(self, op, rule, parents, meta, out_meta, attrs=None):
@@ -69,6 +67,25 @@ class Node:
         self.freed = False
         self.out_pos = -1           # index in `saved` of the output's array
         self.view_ver = None        # view ops: the storage version when the view was taken
+        self._slow = False          # True once hooks, retain_grad or several outputs need the full walk
+
+    # Rare extras live in the instance __dict__; setting one sends the node down the
+    # walk's full path (``_slow``), so the common node pays nothing for them.
+    def _extra(name, default, doc):
+        def get(self):
+            return self.__dict__.get(name, default)
+
+        def set_(self, value):
+            self.__dict__[name] = value
+            if value is not None and value != default:
+                self._slow = True
+
+        return property(get, set_, doc=doc)
+
+    n_out = _extra("n_out", 1, "outputs (autograd.Function may have several)")
+    hooks = _extra("hooks", None, "hooks of the (non-leaf) output tensor")
+    retain = _extra("retain", None, "weakref of the output when retain_grad()")
+    del _extra
 
     # -- the view the public tape shows ------------------------------------
     @property
@@ -317,8 +334,7 @@ def _collect(roots):
     return order
 
 
-def _seq_of(n):
-    return n.seq
+_seq_of = operator.attrgetter("seq")
 
 
 def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture=None):
@@ -369,38 +385,24 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
 
 def _walk(order, graph, retain_graph, capture, leaves):
     prof = PROFILER
+    plain = not graph and capture is None and prof is None  # the first-order pass of backward()
     for n in order:
         g = n._g
-        n._g = None
         if g is None:
             if not retain_graph:
                 n.saved = n.saved_t = ()
                 n.freed = True
             continue
-        if n.n_out == 1:
-            if n.hooks:
-                g = _call_hooks(n.hooks, g, graph)
-            if n.retain is not None:
-                _retain(n, g, graph)
-            if capture is not None and (id(n), 0) in capture:
-                _capture_add(capture, (id(n), 0), g)
-        else:
-            g = _fill_multi(n, g, capture)
-        if graph:
-            saved = n._unpack(True)
-        else:
+        n._g = None
+        if plain and not n._slow:
             if n.freed:
                 n._check()
             for cell, v, _i in n.vers:
                 if cell[0] != v:
                     n._check()
-            saved = n.saved
-        if prof is not None:
-            t0 = time.perf_counter()
-            grads_in = n.rule(n, g, saved)
-            prof._add_backward(n.op, time.perf_counter() - t0)
+            grads_in = n.rule(n, g, n.saved)
         else:
-            grads_in = n.rule(n, g, saved)
+            grads_in = _run_rule(n, g, graph, capture, prof)
         if not retain_graph:
             n.saved = n.saved_t = ()
             n.freed = True
@@ -412,15 +414,16 @@ def _walk(order, graph, retain_graph, capture, leaves):
                     f"internal error: the gradient rule of {n.op!r} returned shape "
                     f"{gi.shape} for an input of shape {m[0]}"
                 )
-            if gi.dtype != m[1]:
+            dt = gi.dtype
+            if dt is not m[1] and dt != m[1]:
                 gi = gi.astype(m[1])
-            tp = type(p)
+            tp = p.__class__
             if tp is Node:
-                if p.n_out == 1:
+                if p._slow and p.n_out != 1:
+                    _node_add(p, 0, gi)
+                else:
                     pg = p._g
                     p._g = gi if pg is None else pg + gi
-                else:
-                    _node_add(p, 0, gi)
             elif tp is tuple:
                 _node_add(p[0], p[1], gi)
             else:
@@ -429,6 +432,35 @@ def _walk(order, graph, retain_graph, capture, leaves):
                     leaves[id(p)] = [p, gi]
                 else:
                     e[1] = e[1] + gi
+
+
+def _run_rule(n, g, graph, capture, prof):
+    """The full path for one node: hooks, retain_grad, mg.grad's capture, several outputs,
+    create_graph's Tensors, the profile."""
+    if n.n_out == 1:
+        if n.hooks:
+            g = _call_hooks(n.hooks, g, graph)
+        if n.retain is not None:
+            _retain(n, g, graph)
+        if capture is not None and (id(n), 0) in capture:
+            _capture_add(capture, (id(n), 0), g)
+    else:
+        g = _fill_multi(n, g, capture)
+    if graph:
+        saved = n._unpack(True)
+    else:
+        if n.freed:
+            n._check()
+        for cell, v, _i in n.vers:
+            if cell[0] != v:
+                n._check()
+        saved = n.saved
+    if prof is None:
+        return n.rule(n, g, saved)
+    t0 = time.perf_counter()
+    grads_in = n.rule(n, g, saved)
+    prof._add_backward(n.op, time.perf_counter() - t0)
+    return grads_in
 
 
 def _leaf_add(leaves, leaf, g):

@@ -19,11 +19,14 @@ import numpy as np
 from .. import autograd as _ag
 from .. import backend as _be
 from ..autograd import Node
+from ..autograd import _seq as _seq_counter
 from ..tensor import Tensor, _wrap
 
 _nd = np.ndarray
 _generic = np.generic
 _new = object.__new__
+_new_Node = object.__new__
+_next_seq = _seq_counter.__next__
 
 
 def edge(x):
@@ -80,6 +83,24 @@ def xp_all(op, *arrays):
         raise RuntimeError(f"{op}: {e}; move one with .to(device)") from None
 
 
+def _new_node(op, rule, parents, meta, out_meta, attrs):
+    """Node.__init__ without the call: every recorded op runs this."""
+    n = _new_Node(Node)
+    n.op = op
+    n.rule = rule
+    n.parents = parents
+    n.meta = meta
+    n.out_meta = out_meta
+    n.attrs = attrs
+    n.seq = _next_seq()
+    n._g = None
+    n.freed = False
+    n.out_pos = -1
+    n.view_ver = None
+    n._slow = False
+    return n
+
+
 def unary(op, fwd, rule, x, save=0, attrs=None):
     """Run a one-input op. ``save``: 0 nothing, 1 the input, 2 the output."""
     xd = x.data
@@ -94,11 +115,13 @@ def unary(op, fwd, rule, x, save=0, attrs=None):
         out = as_array_out(out)
     r = _new(Tensor)  # _wrap, inlined: this runs for every op
     r.data = out
-    r.grad = r._node = r._hooks = r._base = None
+    r.grad = r._hooks = r._base = None
     r._oidx = 0
     ver = r._ver = [0]
     if x._rg and _ag.GRAD_ENABLED:
-        n = Node(op, rule, (edge(x),), ((xd.shape, xd.dtype),), (out.shape, out.dtype), attrs)
+        xn = x._node
+        n = _new_node(op, rule, (x if xn is None else xn if xn.view_ver is None and x._oidx == 0 else edge(x),),
+                      ((xd.shape, xd.dtype),), (out.shape, out.dtype), attrs)
         if save == 1:
             n.saved = (xd,)
             n.saved_t = (x,)
@@ -108,11 +131,14 @@ def unary(op, fwd, rule, x, save=0, attrs=None):
             n.saved_t = (None,)
             n.out_pos = 0
             n.vers = ((ver, 0, 0),)
+        else:
+            n.saved = n.saved_t = n.vers = ()
         r._node = n
         r._rg = True
         if prof is not None:
             prof._add_saved(op, n.saved_bytes)
     else:
+        r._node = None
         r._rg = False
     return r
 
@@ -155,42 +181,59 @@ def binary(op, fwd, rule, x, y, save=""):
         out = as_array_out(out)
     r = _new(Tensor)  # _wrap, inlined
     r.data = out
-    r.grad = r._node = r._hooks = r._base = None
+    r.grad = r._hooks = r._base = None
     r._oidx = 0
     r._ver = [0]
     if (xr or yr) and _ag.GRAD_ENABLED:
-        n = Node(
-            op, rule,
-            (edge(x) if xr else None, edge(y) if yr else None),
-            ((xd.shape, xd.dtype) if xr else None, (yd.shape, yd.dtype) if yr else None),
-            (out.shape, out.dtype),
-        )
+        if xr:
+            xn = x._node
+            px = x if xn is None else xn if xn.view_ver is None and x._oidx == 0 else edge(x)
+            mx = (xd.shape, xd.dtype)
+        else:
+            px = mx = None
+        if yr:
+            yn = y._node
+            py = y if yn is None else yn if yn.view_ver is None and y._oidx == 0 else edge(y)
+            my = (yd.shape, yd.dtype)
+        else:
+            py = my = None
+        n = _new_node(op, rule, (px, py), (mx, my), (out.shape, out.dtype), None)
         if save:
             # "cross": x only when y needs a gradient, and y only when x does
             both = save == "both"
             _save_pair(n, x if both or yr else None, y if both or xr else None)
+        else:
+            n.saved = n.saved_t = n.vers = ()
         r._node = n
         r._rg = True
         if prof is not None:
             prof._add_saved(op, n.saved_bytes)
     else:
+        r._node = None
         r._rg = False
     return r
 
 
 def _save_pair(n, a, b):
     """Node.save for two items, unrolled: this runs for every recorded binary op."""
-    if isinstance(a, Tensor):
-        ad, ta, va = a.data, a, (a._ver, a._ver[0], 0)
+    if a.__class__ is Tensor or isinstance(a, Tensor):
+        ad = a.data
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            n.saved = (ad, b.data)
+            n.saved_t = (a, b)
+            n.vers = ((a._ver, a._ver[0], 0), (b._ver, b._ver[0], 1))
+        else:
+            n.saved = (ad, b)
+            n.saved_t = (a, None)
+            n.vers = ((a._ver, a._ver[0], 0),)
+    elif b.__class__ is Tensor or isinstance(b, Tensor):
+        n.saved = (a, b.data)
+        n.saved_t = (None, b)
+        n.vers = ((b._ver, b._ver[0], 1),)
     else:
-        ad, ta, va = a, None, None
-    if isinstance(b, Tensor):
-        bd, tb, vb = b.data, b, (b._ver, b._ver[0], 1)
-    else:
-        bd, tb, vb = b, None, None
-    n.saved = (ad, bd)
-    n.saved_t = (ta, tb)
-    n.vers = (va, vb) if va is not None and vb is not None else (va,) if va is not None else (vb,) if vb is not None else ()
+        n.saved = (a, b)
+        n.saved_t = (None, None)
+        n.vers = ()
 
 
 def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=None, info=None):

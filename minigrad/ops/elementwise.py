@@ -18,7 +18,10 @@ from ._core import binary, unary, unb
 
 def _add_rule(ctx, g, saved):
     mx, my = ctx.meta
-    return (None if mx is None else unb(g, mx[0]), None if my is None else unb(g, my[0]))
+    gs = g.shape
+    gx = None if mx is None else g if gs == mx[0] else C.sum_to(g, mx[0])
+    gy = None if my is None else g if gs == my[0] else C.sum_to(g, my[0])
+    return gx, gy
 
 
 def add(x, y):
@@ -47,7 +50,16 @@ def rsub(x, y):
 def _mul_rule(ctx, g, saved):
     x, y = saved
     mx, my = ctx.meta
-    return (None if mx is None else unb(g * y, mx[0]), None if my is None else unb(g * x, my[0]))
+    gx = gy = None
+    if mx is not None:
+        gx = g * y
+        if gx.shape != mx[0]:
+            gx = C.sum_to(gx, mx[0])
+    if my is not None:
+        gy = g * x
+        if gy.shape != my[0]:
+            gy = C.sum_to(gy, my[0])
+    return gx, gy
 
 
 def mul(x, y):
@@ -165,8 +177,10 @@ def _exp_rule(ctx, g, saved):
 
 def exp(x):
     """e ** x, elementwise."""
-    x = _t(x)
-    return unary("exp", C.xp_of(x.data).exp, _exp_rule, x, 2)
+    if x.__class__ is not Tensor:
+        x = _t(x)
+    d = x.data
+    return unary("exp", np.exp if d.__class__ is np.ndarray else C.xp_of(d).exp, _exp_rule, x, 2)
 
 
 def _log_rule(ctx, g, saved):
@@ -175,8 +189,10 @@ def _log_rule(ctx, g, saved):
 
 def log(x):
     """Natural logarithm, elementwise."""
-    x = _t(x)
-    return unary("log", C.xp_of(x.data).log, _log_rule, x, 1)
+    if x.__class__ is not Tensor:
+        x = _t(x)
+    d = x.data
+    return unary("log", np.log if d.__class__ is np.ndarray else C.xp_of(d).log, _log_rule, x, 1)
 
 
 def _sqrt_rule(ctx, g, saved):
@@ -185,8 +201,10 @@ def _sqrt_rule(ctx, g, saved):
 
 def sqrt(x):
     """Square root, elementwise."""
-    x = _t(x)
-    return unary("sqrt", C.xp_of(x.data).sqrt, _sqrt_rule, x, 2)
+    if x.__class__ is not Tensor:
+        x = _t(x)
+    d = x.data
+    return unary("sqrt", np.sqrt if d.__class__ is np.ndarray else C.xp_of(d).sqrt, _sqrt_rule, x, 2)
 
 
 def _tanh_rule(ctx, g, saved):
@@ -196,8 +214,10 @@ def _tanh_rule(ctx, g, saved):
 
 def tanh(x):
     """Hyperbolic tangent, elementwise."""
-    x = _t(x)
-    return unary("tanh", C.xp_of(x.data).tanh, _tanh_rule, x, 2)
+    if x.__class__ is not Tensor:
+        x = _t(x)
+    d = x.data
+    return unary("tanh", np.tanh if d.__class__ is np.ndarray else C.xp_of(d).tanh, _tanh_rule, x, 2)
 
 
 def _sigmoid_fwd(x):
