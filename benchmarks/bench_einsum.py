@@ -1,0 +1,149 @@
+"""Issue 5's workload: attention scores through einsum, forward + backward. Run:
+
+    python benchmarks/bench_einsum.py
+
+q, k of shape (32, 128, 64) float32; ``s = einsum("bqd,bkd->bqk", q, k)``,
+``loss = (s * s).sum()``, forward + backward (gradients of q and k). Side by side,
+in one run:
+
+- minigrad ``mg.einsum`` (NumPy grammar, and the einops grammar);
+- minigrad ``q @ k.mT`` (the same graph through matmul);
+- PyTorch ``torch.einsum`` (the peer; target: minigrad <= 1.0x its time);
+- the NumPy floor: ``np.einsum(optimize=True)`` forward and the two backward
+  einsums written by hand;
+- NumPy batched matmul, forward and hand-written backward.
+
+Every implementation runs with the same number of threads: PyTorch's thread count
+is set to what NumPy's BLAS uses (``BENCH_THREADS`` overrides it). Times are the
+best of several interleaved rounds (the machine is shared; best-of is the stable
+statistic), each round itself best-of-N.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import minigrad as mg  # noqa: E402
+from _harness import bench  # noqa: E402
+
+B, T, D = 32, 128, 64
+
+
+def blas_threads() -> int:
+    """How many threads NumPy's BLAS uses (threadpoolctl when installed, else the CPU count)."""
+    env = os.environ.get("BENCH_THREADS")
+    if env:
+        return int(env)
+    try:
+        from threadpoolctl import threadpool_info  # noqa: PLC0415
+
+        for info in threadpool_info():
+            if info.get("user_api") == "blas":
+                return int(info["num_threads"])
+    except ImportError:
+        pass
+    return os.cpu_count() or 1
+
+
+def workloads():
+    rng = np.random.default_rng(0)
+    q0 = rng.standard_normal((B, T, D)).astype(np.float32)
+    k0 = rng.standard_normal((B, T, D)).astype(np.float32)
+    runs = {}
+
+    def mg_einsum():
+        q = mg.tensor(q0, requires_grad=True)
+        k = mg.tensor(k0, requires_grad=True)
+        s = mg.einsum("bqd,bkd->bqk", q, k)
+        (s * s).sum().backward()
+        return q.grad.data, k.grad.data
+
+    def mg_einops():
+        q = mg.tensor(q0, requires_grad=True)
+        k = mg.tensor(k0, requires_grad=True)
+        s = mg.einsum(q, k, "batch seq_q d, batch seq_k d -> batch seq_q seq_k")
+        (s * s).sum().backward()
+        return q.grad.data, k.grad.data
+
+    def mg_matmul():
+        q = mg.tensor(q0, requires_grad=True)
+        k = mg.tensor(k0, requires_grad=True)
+        s = q @ k.swapaxes(-1, -2)
+        (s * s).sum().backward()
+        return q.grad.data, k.grad.data
+
+    def np_einsum():  # the floor the issue names: np.einsum(optimize=True), backward by hand
+        s = np.einsum("bqd,bkd->bqk", q0, k0, optimize=True)
+        g = 2 * s
+        gq = np.einsum("bqk,bkd->bqd", g, k0, optimize=True)
+        gk = np.einsum("bqk,bqd->bkd", g, q0, optimize=True)
+        return gq, gk
+
+    def np_matmul():
+        s = np.matmul(q0, k0.transpose(0, 2, 1))
+        g = 2 * s
+        gq = np.matmul(g, k0)
+        gk = np.matmul(g.transpose(0, 2, 1), q0)
+        return gq, gk
+
+    runs["minigrad einsum 'bqd,bkd->bqk'"] = mg_einsum
+    runs["minigrad einsum (einops grammar)"] = mg_einops
+    runs["minigrad q @ k.mT"] = mg_matmul
+    runs["numpy np.einsum(optimize=True) + manual bwd"] = np_einsum
+    runs["numpy batched matmul + manual bwd"] = np_matmul
+    try:
+        import torch  # noqa: PLC0415
+    except ImportError:
+        torch = None
+    if torch is not None:
+        torch.set_num_threads(blas_threads())
+        tq = torch.tensor(q0, requires_grad=True)
+        tk = torch.tensor(k0, requires_grad=True)
+
+        def th_einsum():
+            tq.grad = tk.grad = None
+            s = torch.einsum("bqd,bkd->bqk", tq, tk)
+            (s * s).sum().backward()
+            return tq.grad, tk.grad
+
+        runs["torch.einsum"] = th_einsum
+    ref = np_matmul()
+    for name, fn in runs.items():  # every implementation computes the same gradients
+        got = fn()
+        for r, g in zip(ref, got):
+            g = g.detach().numpy() if hasattr(g, "detach") else np.asarray(g)
+            assert np.allclose(r, g, rtol=1e-3, atol=1e-2), name
+    return runs
+
+
+def main(rounds: int = 5):
+    runs = workloads()
+    best = {name: float("inf") for name in runs}
+    for _ in range(rounds):  # interleaved, so background load hits every row alike
+        for name, fn in runs.items():
+            best[name] = min(best[name], bench(fn, repeat=5, min_time=0.1))
+    th = best.get("torch.einsum")
+    floor = best["numpy np.einsum(optimize=True) + manual bwd"]
+    mm = best["numpy batched matmul + manual bwd"]
+    print(f"\n== einsum attention scores: q, k ({B}, {T}, {D}) float32, s = einsum('bqd,bkd->bqk'), "
+          f"loss = (s*s).sum(), forward + backward; {blas_threads()} thread(s)")
+    print(f"{'implementation':46s} {'time':>10s} {'/torch':>8s} {'/np.einsum':>11s} {'/np matmul':>11s}")
+    for name, t in best.items():
+        rt = f"{t / th:7.2f}x" if th else f"{'-':>8s}"
+        print(f"{name:46s} {t * 1e3:8.3f}ms {rt} {t / floor:10.2f}x {t / mm:10.2f}x")
+    if th:
+        r = best["minigrad einsum 'bqd,bkd->bqk'"] / th
+        print(f"\nminigrad einsum / torch.einsum = {r:.2f}x (target <= 1.0x)")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    if load > (os.cpu_count() or 1):
+        print(f"note: load average {load:.1f} on {os.cpu_count()} CPU(s) while timing: other processes "
+              "competed for the cores (BLAS and torch threads suffer most); rerun on a quiet machine")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,580 @@
+"""einsum in two grammars, any number of operands, with backward and an optimised contraction.
+
+Both grammars parse into one internal form: per operand a tuple of integer
+labels (``...`` expanded into one label per broadcast dim), the output's
+labels and each label's size. From that form a *plan* is built (and cached per
+pattern and shapes) out of elementary steps, each recorded as its own Node:
+
+1. ``reshape``: drop the size-1 dims that broadcast against a bigger size
+   elsewhere (the operand is constant along that label, so it simply stops
+   carrying it; in backward the contraction sums the gradient over it);
+2. ``einsum_diag``: a label repeated inside one operand takes the diagonal
+   (backward: ``einsum_undiag`` scatters onto the diagonal; each is the
+   other's gradient);
+3. ``sum``: labels that only this operand has and the output lacks;
+4. ``einsum``: pairwise contractions, in the order ``opt_einsum`` (when
+   installed) or ``np.einsum_path`` chooses, each mapped onto one batched
+   ``matmul`` (transpose + reshape to (batch, M, K) @ (batch, K, N)) or, with
+   nothing to contract, onto a broadcasting multiply. Its gradient for either
+   operand is again a pairwise contraction, of the upstream gradient with the
+   other operand, so rules are minigrad ops and ``create_graph`` works;
+5. ``permute`` into the output's order when needed.
+"""
+from __future__ import annotations
+
+import functools
+import string
+
+import numpy as np
+
+from ..tensor import Tensor, _wrap
+from . import _core as C
+
+__all__ = ["einsum"]
+
+_ELL = "..."
+_LETTERS = string.ascii_letters  # the 52 labels np.einsum_path and opt_einsum read
+_MAX_LABELS = len(_LETTERS)
+
+
+# ---------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------
+
+def _fmt_shapes(shapes):
+    return "[" + ", ".join(str(tuple(s)) for s in shapes) + "]"
+
+
+def _err(msg, pattern, shapes):
+    return ValueError(f"einsum: {msg}; pattern {pattern!r}, operand shapes {_fmt_shapes(shapes)}")
+
+
+# ---------------------------------------------------------------------------
+# parsing: both grammars -> (terms, output) with names as strings, "..." as _ELL
+# ---------------------------------------------------------------------------
+
+def _parse_numpy(pattern, shapes):
+    """NumPy grammar: one letter per label, ',' between operands, optional '->'; spaces ignored."""
+    s = "".join(pattern.split())
+    if s.count("->") > 1:
+        raise _err("'->' may appear only once", pattern, shapes)
+    lhs, arrow, rhs = s.partition("->")
+    terms = [_numpy_term(t, pattern, shapes) for t in lhs.split(",")]
+    out = _numpy_term(rhs, pattern, shapes) if arrow else None
+    return terms, out
+
+
+def _numpy_term(t, pattern, shapes):
+    toks = []
+    i = 0
+    while i < len(t):
+        ch = t[i]
+        if t.startswith(_ELL, i):
+            if _ELL in toks:
+                raise _err(f"more than one '...' in the term {t!r}", pattern, shapes)
+            toks.append(_ELL)
+            i += 3
+            continue
+        if ch not in _LETTERS:
+            what = "a '.' outside an ellipsis '...'" if ch == "." else f"the character {ch!r}"
+            raise _err(f"bad character: {what} (NumPy-grammar labels must be letters a-z, A-Z)",
+                       pattern, shapes)
+        toks.append(ch)
+        i += 1
+    return toks
+
+
+def _parse_einops(pattern, shapes):
+    """einops grammar: space-separated names, ',' between operands, '->' required."""
+    n_arrow = pattern.count("->")
+    if n_arrow != 1:
+        raise _err("the einops grammar needs exactly one '->' (the output is never implicit)"
+                   if n_arrow == 0 else "'->' may appear only once", pattern, shapes)
+    lhs, _, rhs = pattern.partition("->")
+    terms = [_einops_term(t, pattern, shapes) for t in lhs.split(",")]
+    return terms, _einops_term(rhs, pattern, shapes)
+
+
+def _einops_term(t, pattern, shapes):
+    toks = []
+    for tok in t.replace(_ELL, f" {_ELL} ").split():
+        if tok == _ELL:
+            if _ELL in toks:
+                raise _err(f"more than one '...' in the term {t.strip()!r}", pattern, shapes)
+        elif not (tok.isidentifier() and tok.isascii()):
+            raise _err(f"bad characters in the name {tok!r} (einops-grammar names are identifiers: "
+                       "letters, digits and '_', separated by spaces)", pattern, shapes)
+        toks.append(tok)
+    return toks
+
+
+# ---------------------------------------------------------------------------
+# the internal form: integer labels, '...' expanded, sizes checked
+# ---------------------------------------------------------------------------
+
+def _resolve(grammar, pattern, shapes):
+    """-> (labels per operand, output labels, size per label, display name per label)."""
+    terms, out = (_parse_numpy if grammar == "numpy" else _parse_einops)(pattern, shapes)
+    n = len(shapes)
+    if len(terms) != n:
+        raise _err(f"wrong number of operands: the pattern has {len(terms)} input term(s) but "
+                   f"{n} operand(s) were given", pattern, shapes)
+    n_ell = []
+    for k, (t, shp) in enumerate(zip(terms, shapes)):
+        named = sum(tok != _ELL for tok in t)
+        if _ELL in t:
+            if len(shp) < named:
+                raise _err(f"rank mismatch: operand {k} has {len(shp)} dim(s) but its term "
+                           f"{_show(t, grammar)!r} names {named} besides '...'", pattern, shapes)
+            n_ell.append(len(shp) - named)
+        else:
+            if len(shp) != named:
+                raise _err(f"rank mismatch: operand {k} has {len(shp)} dim(s) but its term "
+                           f"{_show(t, grammar)!r} names {named}", pattern, shapes)
+            n_ell.append(0)
+    nell = max(n_ell, default=0)
+
+    ids = {}
+    names = []
+
+    def label(name):
+        if name not in ids:
+            ids[name] = len(names)
+            names.append(name)
+        return ids[name]
+
+    ell_ids = [label(f"...{i}") for i in range(nell)]  # the broadcast dims, right-aligned
+    in_labels = []
+    count = {}
+    for t, m in zip(terms, n_ell):
+        labs = []
+        for tok in t:
+            if tok == _ELL:
+                labs.extend(ell_ids[nell - m:])
+            else:
+                labs.append(label(tok))
+                count[tok] = count.get(tok, 0) + 1
+        in_labels.append(tuple(labs))
+
+    if len(names) > _MAX_LABELS:
+        raise _err(f"more than {_MAX_LABELS} names: {len(names) - nell} name(s) and {nell} '...' dim(s) "
+                   f"make {len(names)} labels", pattern, shapes)
+
+    size = {}
+    for k, (labs, shp) in enumerate(zip(in_labels, shapes)):
+        own = {}
+        for lab, s in zip(labs, shp):
+            if own.setdefault(lab, s) != s:
+                raise _err(f"inconsistent sizes: the repeated label {_name(names[lab])!r} has sizes "
+                           f"{own[lab]} and {s} within operand {k}", pattern, shapes)
+            cur = size.get(lab, 1)
+            if s != 1 and cur != 1 and s != cur:
+                raise _err(f"inconsistent sizes for the label {_name(names[lab])!r}: {cur} and {s} "
+                           "(sizes must match, or be 1 to broadcast)", pattern, shapes)
+            if s != 1 or lab not in size:
+                size[lab] = s
+
+    if out is None:  # NumPy's implicit output: the '...' dims, then labels seen once, sorted
+        out_labels = tuple(ell_ids) + tuple(ids[c] for c in sorted(c for c, v in count.items() if v == 1))
+    else:
+        seen = set()
+        out_labels = []
+        for tok in out:
+            if tok in seen:
+                raise _err(f"repeated output label {tok!r}", pattern, shapes)
+            seen.add(tok)
+            if tok == _ELL:
+                out_labels.extend(ell_ids)
+            elif tok not in count:
+                raise _err(f"output label {tok!r} appears in no input", pattern, shapes)
+            else:
+                out_labels.append(ids[tok])
+        out_labels = tuple(out_labels)
+    return in_labels, out_labels, size, names
+
+
+def _show(t, grammar):
+    return ("" if grammar == "numpy" else " ").join(t)
+
+
+def _name(n):
+    return "..." if n.startswith("...") else n
+
+
+# ---------------------------------------------------------------------------
+# the plan: elementary steps, built once per (pattern, shapes)
+# ---------------------------------------------------------------------------
+
+def _pattern_of(la, lb, lout):
+    """A label-tuple triple as NumPy-grammar text (for the tape and graphs)."""
+    f = "".join
+    if lb is None:
+        return f"{f(_LETTERS[i] for i in la)}->{f(_LETTERS[i] for i in lout)}"
+    return (f"{f(_LETTERS[i] for i in la)},{f(_LETTERS[i] for i in lb)}->"
+            f"{f(_LETTERS[i] for i in lout)}")
+
+
+def _path(labels, size, out, optimize):
+    """Contraction order for 3+ operands: a list of tuples of positions (einsum_path's format)."""
+    n = len(labels)
+    if optimize is False:
+        return [(0, 1)] * (n - 1)
+    if isinstance(optimize, (list, tuple)) and not isinstance(optimize, str):
+        path = [tuple(p) for p in optimize if p != "einsum_path"]
+        return path
+    subs = ",".join("".join(_LETTERS[i] for i in labs) for labs in labels) + "->" + "".join(
+        _LETTERS[i] for i in out)
+    shapes = [tuple(size[i] for i in labs) for labs in labels]
+    kind = "auto" if optimize in (True, None) else optimize
+    oe = _opt_einsum()
+    if oe is not None:
+        return [tuple(p) for p in oe.contract_path(subs, *shapes, shapes=True, optimize=kind)[0]]
+    if kind == "auto":
+        kind = "optimal" if n <= 4 else "greedy"
+    dummies = [np.broadcast_to(np.zeros((), np.float64), s) for s in shapes]
+    path = np.einsum_path(subs, *dummies, optimize=(kind, 1 << 62))[0]
+    return [tuple(p) for p in path[1:]]
+
+
+_OPT_EINSUM = None   # the opt_einsum module once looked up, or False when missing
+USE_OPT_EINSUM = True  # set False to always use np.einsum_path
+
+
+def _opt_einsum():
+    global _OPT_EINSUM
+    if not USE_OPT_EINSUM:
+        return None
+    if _OPT_EINSUM is None:
+        try:
+            import opt_einsum  # noqa: PLC0415 - optional, imported on first use
+
+            _OPT_EINSUM = opt_einsum
+        except ImportError:
+            _OPT_EINSUM = False
+    return _OPT_EINSUM or None
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(grammar, pattern, shapes, optimize, use_oe):
+    """-> (steps per operand, contractions, final permutation or None)."""
+    in_labels, out, size, names = _resolve(grammar, pattern, shapes)
+    n = len(shapes)
+    labels = []
+    pre = []
+    for labs, shp in zip(in_labels, shapes):
+        steps = []
+        # 1. size-1 dims broadcasting against a bigger size elsewhere: drop them
+        keep = [i for i, (lab, s) in enumerate(zip(labs, shp)) if not (s == 1 and size[lab] != 1)]
+        if len(keep) != len(labs):
+            labs = tuple(labs[i] for i in keep)
+            steps.append(("reshape", tuple(shp[i] for i in keep)))
+        # 2. repeated labels: the diagonal
+        uniq = tuple(dict.fromkeys(labs))
+        if len(uniq) != len(labs):
+            steps.append(("diag", labs, uniq))
+            labs = uniq
+        labels.append(labs)
+        pre.append(steps)
+    # 3. labels only one operand has and the output lacks: sum them there
+    out_set = set(out)
+    for k in range(n):
+        others = set(out_set)
+        for j in range(n):
+            if j != k:
+                others.update(labels[j])
+        axes = tuple(i for i, lab in enumerate(labels[k]) if lab not in others)
+        if axes:
+            pre[k].append(("sum", axes))
+            labels[k] = tuple(lab for lab in labels[k] if lab in others)
+
+    # 4. pairwise contractions
+    pairs = []
+    if n >= 2:
+        path = [(0, 1)] if n == 2 else _path(labels, size, out, optimize)
+        work = list(range(n))          # slots in the order einsum_path numbers them
+        slot_labels = dict(enumerate(labels))
+        nxt = n
+        for step in path:
+            group = [work[i] for i in step]
+            for i in sorted(step, reverse=True):
+                del work[i]
+            cur = group[0]
+            for j, other in enumerate(group[1:], 2):
+                rest = set(out_set)
+                for s in work + group[j:]:
+                    rest.update(slot_labels[s])
+                la, lb = slot_labels[cur], slot_labels[other]
+                lout = _pair_out(la, lb, rest, out, last=not work and j == len(group))
+                pairs.append((cur, other, nxt, la, lb, lout))
+                slot_labels[nxt] = lout
+                cur = nxt
+                nxt += 1
+            work.append(cur)
+        if len(work) != 1:
+            raise ValueError(f"einsum: the contraction path {path} leaves {len(work)} operands, expected 1")
+        final = slot_labels[work[0]]
+    else:
+        final = labels[0]
+    # 5. the output order
+    perm = tuple(final.index(lab) for lab in out)
+    return tuple(tuple(s) for s in pre), tuple(pairs), perm
+
+
+def _pair_out(la, lb, rest, out, last):
+    """The labels a pairwise contraction keeps, in an order that needs no transpose."""
+    if last:
+        return tuple(out)
+    sb = set(lb)
+    keep = [lab for lab in la if lab in rest]
+    batch = [lab for lab in keep if lab in sb]
+    fa = [lab for lab in keep if lab not in sb]
+    sa = set(la)
+    fb = [lab for lab in lb if lab in rest and lab not in sa]
+    return tuple(batch + fa + fb)
+
+
+# ---------------------------------------------------------------------------
+# pairwise contraction on backend arrays: one batched matmul
+# ---------------------------------------------------------------------------
+
+def _prod(xs):
+    p = 1
+    for x in xs:
+        p *= x
+    return p
+
+
+def _pair_arrays(a, la, b, lb, lout):
+    """Contract arrays ``a`` (labels ``la``) and ``b`` (``lb``) into labels ``lout``.
+
+    Every label of ``a`` or ``b`` is either in ``lout`` or in both (the plan sums
+    the others first), and labels are unique within each operand."""
+    sa, sb, so = set(la), set(lb), set(lout)
+    batch = [lab for lab in lout if lab in sa and lab in sb]
+    fa = [lab for lab in lout if lab in sa and lab not in sb]
+    fb = [lab for lab in lout if lab in sb and lab not in sa]
+    grouped = tuple(batch + fa + fb)
+    if tuple(lout) != grouped and tuple(lout) == tuple(batch + fb + fa):
+        a, la, b, lb, fa, fb = b, lb, a, la, fb, fa  # swap: (AB)^T = B^T A^T, computed directly
+        grouped = tuple(lout)
+    con = [lab for lab in la if lab in sb and lab not in so]
+    da = dict(zip(la, a.shape))
+    db = dict(zip(lb, b.shape))
+    bshape = tuple(da[lab] for lab in batch)
+    ashape = tuple(da[lab] for lab in fa)
+    bfshape = tuple(db[lab] for lab in fb)
+    if not con:  # nothing to contract: an outer / elementwise product by broadcasting
+        av = _arrange(a, la, batch + fa).reshape(bshape + ashape + (1,) * len(fb))
+        bv = _arrange(b, lb, batch + fb).reshape(bshape + (1,) * len(fa) + bfshape)
+        out = av * bv
+    else:
+        nb, m, k, nn = _prod(bshape), _prod(ashape), _prod(da[lab] for lab in con), _prod(bfshape)
+        a3 = _as3(a, la, batch, fa, con, nb, m, k, False)
+        b3 = _as3(b, lb, batch, fb, con, nb, nn, k, True)
+        out = C.xp_of(a3).matmul(a3, b3).reshape(bshape + ashape + bfshape)
+    if grouped != tuple(lout):
+        out = out.transpose(tuple(grouped.index(lab) for lab in lout))
+    return C.as_array_out(out)
+
+
+def _arrange(x, lx, order):
+    perm = tuple(lx.index(lab) for lab in order)
+    return x if perm == tuple(range(x.ndim)) else x.transpose(perm)
+
+
+def _as3(x, lx, batch, free, con, nb, nf, k, right):
+    """``x`` as a (batch, free, con) stack (``right``: (batch, con, free)), with as
+    little copying as its layout allows: when the contracted labels come before
+    the free ones in memory, take the other arrangement and swap the last two axes
+    (a view that BLAS reads as a transposed matrix)."""
+    fc = batch + free + con  # (nb, nf, k)
+    cf = batch + con + free  # (nb, k, nf)
+    ident = tuple(lx)
+    if ident == tuple(cf) or (ident != tuple(fc) and lx[-1] in free):
+        v = _arrange(x, lx, cf).reshape(nb, k, nf)
+        return v if right else v.swapaxes(1, 2)
+    v = _arrange(x, lx, fc).reshape(nb, nf, k)
+    return v.swapaxes(1, 2) if right else v
+
+
+# ---------------------------------------------------------------------------
+# the recorded ops: pairwise contraction, diagonal, and its scatter
+# ---------------------------------------------------------------------------
+
+def _pair_rule(ctx, g, saved):
+    a, b = saved
+    la, lb, lc = ctx.attrs
+    ma, mb = ctx.meta
+    ga = None if ma is None else _pair_any(g, lc, b, lb, la)
+    gb = None if mb is None else _pair_any(a, la, g, lc, lb)
+    return ga, gb
+
+
+def _pair_any(a, la, b, lb, lout):
+    if C.is_t(a) or C.is_t(b):
+        return _pair(a if C.is_t(a) else _wrap(a), la, b if C.is_t(b) else _wrap(b), lb, lout)
+    return _pair_arrays(a, la, b, lb, lout)
+
+
+def _pair(a, la, b, lb, lout):
+    """Pairwise contraction of Tensors, recorded as one ``einsum`` Node."""
+    ad, bd = a.data, b.data
+    if type(ad) is not type(bd):
+        C.check_same_device("einsum", ad, bd)
+    out = C.timed("einsum", _pair_arrays, ad, la, bd, lb, lout)
+    return C.record("einsum", _pair_rule, out, (a, b),
+                    saved=(a if b._rg else None, b if a._rg else None),
+                    attrs=(la, lb, lout), info={"pattern": _pattern_of(la, lb, lout)})
+
+
+@functools.lru_cache(maxsize=256)
+def _diag_index(shape, lx, lu):
+    """Flat (C-order) positions in an array of ``shape`` (labels ``lx``) of its diagonal over
+    ``lu``, laid out in ``lu``'s order: built on the host once per shape."""
+    cstr = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        cstr[i] = cstr[i + 1] * shape[i + 1]
+    idx = np.zeros((), np.int64)
+    for u in lu:
+        n = shape[lx.index(u)]
+        step = sum(st for st, lab in zip(cstr, lx) if lab == u)
+        idx = idx[..., None] + np.arange(n, dtype=np.int64) * step
+    return idx.reshape(-1)
+
+
+def _device_index(x, shape, lx, lu):
+    idx = _diag_index(tuple(shape), lx, lu)
+    xp = C.xp_of(x)
+    return idx if xp is np else xp.asarray(idx)
+
+
+def _diag_arrays(x, lx, lu):
+    out_shape = tuple(x.shape[lx.index(u)] for u in lu)
+    return x.reshape(-1)[_device_index(x, x.shape, lx, lu)].reshape(out_shape)
+
+
+def _undiag_arrays(g, lu, lx, shape):
+    z = C.xp_of(g).zeros(_prod(shape), dtype=g.dtype)
+    z[_device_index(g, shape, lx, lu)] = g.reshape(-1)
+    return z.reshape(shape)
+
+
+def _diag_rule(ctx, g, saved):
+    lx, lu, shape = ctx.attrs
+    return (_undiag(g, lu, lx, shape) if C.is_t(g) else _undiag_arrays(g, lu, lx, shape),)
+
+
+def _undiag_rule(ctx, g, saved):
+    lu, lx, shape = ctx.attrs
+    return (_diag(g, lx, lu) if C.is_t(g) else _diag_arrays(g, lx, lu),)
+
+
+def _diag(x, lx, lu):
+    """The diagonal over repeated labels (``"ii->i"``), recorded as ``einsum_diag``."""
+    out = C.timed("einsum_diag", _diag_arrays, x.data, lx, lu)
+    return C.record("einsum_diag", _diag_rule, out, (x,), attrs=(lx, lu, x.shape),
+                    info={"pattern": _pattern_of(lx, None, lu)})
+
+
+def _undiag(g, lu, lx, shape):
+    """Zeros of ``shape`` with ``g`` written onto the diagonal; the gradient of ``_diag``."""
+    out = C.timed("einsum_undiag", _undiag_arrays, g.data, lu, lx, shape)
+    return C.record("einsum_undiag", _undiag_rule, out, (g,), attrs=(lu, lx, shape),
+                    info={"pattern": _pattern_of(lu, None, lx)})
+
+
+# ---------------------------------------------------------------------------
+# the public function
+# ---------------------------------------------------------------------------
+
+def _operand(x):
+    if isinstance(x, Tensor):
+        return x
+    if hasattr(x, "_sparse_values_for_grad"):
+        raise TypeError("einsum: sparse tensors are not supported; convert with .to_dense() first")
+    if isinstance(x, str):
+        raise TypeError("einsum: got more than one pattern string; pass the pattern first (NumPy "
+                        "grammar) or last (einops grammar), and tensors everywhere else")
+    return Tensor(x)
+
+
+def einsum(*args, optimize="auto") -> Tensor:
+    """Einstein summation, differentiable in every operand.
+
+    Two grammars, told apart by where the pattern is:
+
+    * NumPy: ``einsum("ij,jk->ik", a, b)``. One letter per label; ``->`` optional
+      (the implicit output is ``...`` then the labels seen once, sorted); ``...``
+      broadcasts; a label repeated in one operand takes the diagonal
+      (``"ii->i"``, ``"ii"`` is the trace); size-1 dims broadcast.
+    * einops: ``einsum(q, k, "batch seq_q d, batch seq_k d -> batch seq_q seq_k")``.
+      Pattern last, space-separated names, ``->`` required, ``...`` allowed.
+
+    Labels missing from the output are summed, ``...`` dims too when the
+    output has no ``...`` (``"...->"`` sums everything).
+
+    Args:
+        *args: the pattern and the operands (Tensors, arrays or numbers), in
+            either order above.
+        optimize: contraction order for three or more operands: ``"auto"``
+            (opt_einsum's choice when installed, else ``np.einsum_path``'s),
+            ``"greedy"``, ``"optimal"``, ``False`` (left to right), or an explicit
+            path as ``np.einsum_path`` returns it.
+
+    Returns:
+        a Tensor. Each pairwise contraction is one batched matmul and one Node;
+        gradients are contractions too, so higher derivatives work.
+
+    Raises:
+        ValueError: naming the pattern and the operand shapes, for a wrong number
+            of operands, a rank mismatch, inconsistent sizes for a label, a repeated
+            output label, an output label no input has, more than 52 names, or bad
+            characters.
+
+    >>> a, b = mg.ones(2, 3), mg.ones(3, 4)
+    >>> mg.einsum("ij,jk->ik", a, b).shape
+    (2, 4)
+    >>> mg.einsum(a, b, "row k, k col -> col row").shape
+    (4, 2)
+    """
+    if args and isinstance(args[0], str):
+        grammar, pattern, ops = "numpy", args[0], args[1:]
+    elif args and isinstance(args[-1], str):
+        grammar, pattern, ops = "einops", args[-1], args[:-1]
+    else:
+        raise TypeError("einsum: expected a pattern string, first (NumPy grammar: einsum('ij,jk->ik', a, b)) "
+                        "or last (einops grammar: einsum(a, b, 'i j, j k -> i k'))")
+    ops = [_operand(x) for x in ops]
+    shapes = tuple(tuple(int(s) for s in x.shape) for x in ops)
+    if isinstance(optimize, (list, tuple)):  # an explicit path, hashable for the plan cache
+        optimize = tuple(p if isinstance(p, str) else tuple(int(i) for i in p) for p in optimize)
+    elif not isinstance(optimize, (bool, str)) and optimize is not None:
+        raise TypeError(f"einsum: optimize must be 'auto', 'greedy', 'optimal', a bool or a path, got {optimize!r}")
+    pre, pairs, perm = _plan(grammar, pattern, shapes, optimize, bool(_opt_einsum()))
+    from .reduce import sum as _sum
+    from .shape import permute as _permute
+    from .shape import reshape as _reshape
+
+    slots = {}
+    for k, (x, steps) in enumerate(zip(ops, pre)):
+        for step in steps:
+            if step[0] == "reshape":
+                x = _reshape(x, step[1])
+            elif step[0] == "diag":
+                x = _diag(x, step[1], step[2])
+            else:
+                x = _sum(x, step[1])
+        slots[k] = x
+    x = slots[0]
+    for i, j, k, la, lb, lout in pairs:
+        x = _pair(slots.pop(i), la, slots.pop(j), lb, lout)
+        slots[k] = x
+    if perm != tuple(range(len(perm))) or (not pairs and x is ops[0]):
+        x = _permute(x, perm)  # also makes a fresh (view) Tensor for an identity pattern
+    return x
+
+
+def _clear_cache():
+    """Forget the cached plans (after changing USE_OPT_EINSUM)."""
+    _plan.cache_clear()
+
