@@ -1,0 +1,242 @@
+"""One training step of an MLP 64-128-128-10 (tanh, softmax cross-entropy, plain SGD) on the
+digits data, float32, side by side:
+
+- minigrad (nn.Sequential + F.cross_entropy + optim.SGD),
+- hand-written NumPy forward + manual backward (the floor),
+- PyTorch CPU with the same number of threads (when installed).
+
+Targets (issue 7): batch 64 <= 0.75x torch, full batch (1797) <= 1.0x torch. Also checks that
+memory stays flat over 10 000 steps. Run:
+
+    python benchmarks/bench_mlp.py            # BENCH_THREADS=1 to pin every library to one thread
+    python benchmarks/bench_mlp.py --steps 10000   # the memory run's length (default 10000)
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import minigrad as mg  # noqa: E402
+from _harness import bench, report, torch_or_none  # noqa: E402
+
+SIZES = (64, 128, 128, 10)
+LR = 0.05
+
+
+def load_data():
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError:  # pragma: no cover - a stand-in of the same shape
+        rng = np.random.default_rng(0)
+        return rng.random((1797, 64), dtype=np.float32), rng.integers(0, 10, 1797)
+    X, y = load_digits(return_X_y=True)
+    return (X / 16.0).astype(np.float32), y.astype(np.int64)
+
+
+def init_weights(seed=0):
+    """PyTorch's default Linear init, as float32 arrays: [(W (out, in), b (out,)), ...]."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i, o in zip(SIZES[:-1], SIZES[1:]):
+        bound = 1 / np.sqrt(i)
+        out.append((rng.uniform(-bound, bound, (o, i)).astype(np.float32),
+                    rng.uniform(-bound, bound, o).astype(np.float32)))
+    return out
+
+
+# -- minigrad ----------------------------------------------------------------------------------
+
+
+def make_minigrad(weights, X, y):
+    nn = mg.nn
+    layers = []
+    for k, (W, b) in enumerate(weights):
+        lin = nn.Linear(W.shape[1], W.shape[0])
+        lin.weight.data[...] = W
+        lin.bias.data[...] = b
+        layers.append(lin)
+        if k < len(weights) - 1:
+            layers.append(nn.Tanh())
+    model = nn.Sequential(*layers)
+    opt = mg.optim.SGD(model.parameters(), lr=LR)
+    xb = mg.tensor(X)
+    cross_entropy = nn.functional.cross_entropy
+
+    def step():
+        opt.zero_grad()
+        loss = cross_entropy(model(xb), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, model
+
+
+# -- the NumPy floor ---------------------------------------------------------------------------
+
+
+def make_numpy(weights, X, y):
+    Ws = [(W.copy(), b.copy()) for W, b in weights]
+    n = X.shape[0]
+    rows = np.arange(n)
+    lr = np.float32(LR)
+
+    def step():
+        (W1, b1), (W2, b2), (W3, b3) = Ws
+        h1 = np.tanh(X @ W1.T + b1)
+        h2 = np.tanh(h1 @ W2.T + b2)
+        z = h2 @ W3.T + b3
+        z -= z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(axis=1, keepdims=True)
+        loss = (np.log(s[:, 0]) - z[rows, y]).mean()
+        g = e / s
+        g[rows, y] -= 1
+        g /= n
+        gW3 = g.T @ h2
+        gb3 = g.sum(0)
+        gh2 = g @ W3
+        gh2 *= 1 - h2 * h2
+        gW2 = gh2.T @ h1
+        gb2 = gh2.sum(0)
+        gh1 = gh2 @ W2
+        gh1 *= 1 - h1 * h1
+        gW1 = gh1.T @ X
+        gb1 = gh1.sum(0)
+        for (W, b), gW, gb in zip(Ws, (gW1, gW2, gW3), (gb1, gb2, gb3)):
+            W -= lr * gW
+            b -= lr * gb
+        return loss
+
+    return step, Ws
+
+
+# -- PyTorch -----------------------------------------------------------------------------------
+
+
+def make_torch(torch, weights, X, y):
+    layers = []
+    for k, (W, b) in enumerate(weights):
+        lin = torch.nn.Linear(W.shape[1], W.shape[0])
+        with torch.no_grad():
+            lin.weight.copy_(torch.from_numpy(W))
+            lin.bias.copy_(torch.from_numpy(b))
+        layers.append(lin)
+        if k < len(weights) - 1:
+            layers.append(torch.nn.Tanh())
+    model = torch.nn.Sequential(*layers)
+    opt = torch.optim.SGD(model.parameters(), lr=LR)
+    xt = torch.from_numpy(X)
+    yt = torch.from_numpy(y)
+    ce = torch.nn.functional.cross_entropy
+
+    def step():
+        opt.zero_grad()
+        loss = ce(model(xt), yt)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step, model
+
+
+# -- checks ------------------------------------------------------------------------------------
+
+
+def check_agreement(weights, X, y, torch):
+    """A few steps of each implementation land on the same weights (float32 tolerance)."""
+    s_mg, model = make_minigrad(weights, X, y)
+    s_np, Ws = make_numpy(weights, X, y)
+    for _ in range(3):
+        l_mg = float(s_mg().item())
+        l_np = float(s_np())
+    W_mg = model[0].weight.numpy()
+    assert np.allclose(W_mg, Ws[0][0], atol=1e-5), "minigrad and the NumPy floor disagree"
+    assert abs(l_mg - l_np) < 1e-4, (l_mg, l_np)
+    if torch is not None:
+        s_th, tmodel = make_torch(torch, weights, X, y)
+        for _ in range(3):
+            s_th()
+        assert np.allclose(W_mg, tmodel[0].weight.detach().numpy(), atol=1e-5), "minigrad and torch disagree"
+    for W, _ in ((model[0].weight, None), (model[2].weight, None)):
+        assert W.dtype == np.float32, W.dtype
+
+
+def rss_mib():
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:  # pragma: no cover - not Linux
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory_run(X, y, steps):
+    """RSS and tracemalloc-traced memory across ``steps`` training steps at batch 64."""
+    import tracemalloc
+
+    step, _ = make_minigrad(init_weights(), X[:64], y[:64])
+    for _ in range(200):  # warm up allocator pools
+        step()
+    marks = []
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    for i in range(steps):
+        step()
+        if i % max(1, steps // 10) == 0 or i == steps - 1:
+            cur, _peak = tracemalloc.get_traced_memory()
+            marks.append((i, cur / 2**10, rss_mib()))
+    tracemalloc.stop()
+    dt = time.perf_counter() - t0
+    print(f"\n== memory over {steps} steps (batch 64; tracemalloc slows it: {dt:.1f}s)")
+    print(f"{'step':>8s} {'traced KiB':>11s} {'RSS MiB':>9s}")
+    for i, kib, rss in marks:
+        print(f"{i:8d} {kib:11.1f} {rss:9.1f}")
+    growth = marks[-1][1] - marks[1][1]
+    print(f"traced growth after the first mark: {growth:+.1f} KiB; RSS {marks[1][2]:.1f} -> {marks[-1][2]:.1f} MiB")
+    return growth
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--steps", type=int, default=10_000, help="length of the memory run (0 to skip)")
+    ap.add_argument("--repeat", type=int, default=7)
+    args = ap.parse_args(argv)
+
+    torch = torch_or_none()
+    X, y = load_data()
+    weights = init_weights()
+    check_agreement(weights, X[:64], y[:64], torch)
+    threads = os.environ.get("BENCH_THREADS", str(os.cpu_count()))
+    print(f"threads: torch {torch.get_num_threads() if torch else '-'} (BENCH_THREADS={threads}); "
+          f"NumPy's BLAS uses its own default (set OPENBLAS_NUM_THREADS to pin it)")
+
+    rows = []
+    targets = {}
+    for batch in (64, X.shape[0]):
+        Xb, yb = X[:batch], y[:batch]
+        impls = {"minigrad": make_minigrad(weights, Xb, yb)[0], "numpy": make_numpy(weights, Xb, yb)[0]}
+        if torch is not None:
+            impls["torch"] = make_torch(torch, weights, Xb, yb)[0]
+        times = {k: float("inf") for k in impls}
+        for _ in range(3):  # interleave the implementations: a noisy neighbour hits all alike
+            for k, f in impls.items():
+                times[k] = min(times[k], bench(f, repeat=args.repeat))
+        name = f"MLP step, batch {batch}"
+        rows.append((name, times))
+        targets[name] = "<= 0.75x torch" if batch == 64 else "<= 1.0x torch"
+    report("MLP 64-128-128-10 tanh, cross-entropy, SGD (float32), one training step", rows, targets)
+    if args.steps:
+        memory_run(X, y, args.steps)
+
+
+if __name__ == "__main__":
+    main()
