@@ -148,6 +148,10 @@ def test_dtype_and_shape_rules_follow_numpy():
     assert f.dtype == mg.float32
     with pytest.raises(ValueError, match="never the tensor to a bigger shape"):
         f += mg.ones(2, 3)
+    for write in (lambda: f.add_(mg.ones(4)), lambda: f.mul_(mg.ones(2)), lambda: f.div_(mg.ones(2, 3))):
+        with pytest.raises(ValueError, match=r"^(add_|mul_|div_): the other operand of shape .* does not broadcast"):
+            write()
+    np.testing.assert_array_equal(f.numpy(), [1, 1, 1])  # nothing was written
     b = mg.zeros(3, dtype=mg.bool_)
     b[1] = True
     assert b.numpy().tolist() == [False, True, False]
@@ -595,3 +599,122 @@ def test_against_pytorch(name):
     np.testing.assert_allclose(to_np(out_m), out_t.detach().numpy(), rtol=1e-12)
     for x, t in zip(xs, ts, strict=True):
         np.testing.assert_allclose(to_np(x.grad), t.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+# -- random programs of views and writes, against PyTorch -----------------------------------------
+
+_VIEWS = ["[1]", "[:, 1]", "[1:, :2]", ".T", "[0:2]", ".T[1:]", "[::2]", ".reshape(12)[2:8]", "[:, 1:3]"]
+_WRITES = ["add_", "sub_", "mul_", "div_", "clamp_", "zero_", "fill_", "copy_", "set", "iadd"]
+
+
+def _operand(src, t, X, W):
+    if src == "c":
+        return 0.7
+    o = X if src == "X" else W
+    return o[: t.shape[-1]] if t.ndim == 1 else o[: t.shape[0], : t.shape[1]]
+
+
+def _run_program(lib, prog, a, b):
+    X, W = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+    env = {"h": X * 1.5}
+    used = []
+    for step in prog:
+        if step[0] == "view":
+            env[step[1]] = eval("h" + step[2], {"h": env["h"]})  # noqa: S307 - fixed strings above
+        elif step[0] == "use":
+            used.append(eval(step[2], {"t": env[step[1]]}))  # noqa: S307
+        else:
+            _, target, op, src = step
+            t = env[target]
+            o = _operand(src, t, X, W)
+            if op in ("add_", "sub_", "mul_"):
+                getattr(t, op)(o)
+            elif op == "div_":
+                t.div_(o if src == "c" else o * o + 1)
+            elif op == "clamp_":
+                t.clamp_(-1, 1)
+            elif op == "zero_":
+                t.zero_()
+            elif op == "fill_":
+                t.fill_(0.3)
+            elif op == "copy_":
+                t.copy_(o if src != "c" else t * 0 + o)
+            elif op == "set":
+                t[0] = o[0] if src != "c" else o
+            else:
+                t += o
+    out = (env["h"] ** 2).sum() + sum((u * u).sum() * 0.1 for u in used)
+    out.backward()
+    gw = W.grad.numpy() if W.grad is not None else np.zeros_like(b)
+    return float(out.item()), X.grad.numpy(), gw
+
+
+def _random_program(rng):
+    prog, names = [], ["h"]
+    for _ in range(int(rng.integers(1, 7))):
+        r = rng.random()
+        if r < 0.3:
+            names.append(f"v{len(names)}")
+            prog.append(("view", names[-1], str(rng.choice(_VIEWS))))
+        elif r < 0.8:
+            prog.append(("write", str(rng.choice(names)), str(rng.choice(_WRITES)), str(rng.choice(["W", "X", "c"]))))
+        else:
+            prog.append(("use", str(rng.choice(names)), str(rng.choice(["t.exp()", "t * 2", "t.tanh()", "t.sum()"]))))
+    return prog
+
+
+def test_random_programs_of_views_and_writes_against_pytorch():
+    """Every program either gives PyTorch's values and gradients, or raises where PyTorch raises
+    (a saved tensor changed in place): never a silently different gradient."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2024)
+    a, b = rnd((3, 4)), rnd((4, 4), 1)
+    errors = 0
+    for _ in range(200):
+        prog = _random_program(rng)
+        res = {}
+        for name, lib in (("mg", mg), ("torch", torch)):
+            try:
+                res[name] = _run_program(lib, prog, a, b)
+            except (RuntimeError, ValueError) as e:  # a changed saved tensor; shapes that do not fit
+                res[name] = e
+        m, t = res["mg"], res["torch"]
+        if isinstance(m, Exception) or isinstance(t, Exception):
+            assert isinstance(m, Exception) and isinstance(t, Exception), (prog, m, t)
+            errors += 1
+            continue
+        np.testing.assert_allclose(m[0], t[0], rtol=1e-10, err_msg=str(prog))
+        np.testing.assert_allclose(m[1], t[1], rtol=1e-9, atol=1e-10, err_msg=str(prog))
+        np.testing.assert_allclose(m[2], t[2], rtol=1e-9, atol=1e-10, err_msg=str(prog))
+    assert 0 < errors < 100  # both kinds of program were exercised
+
+
+def test_errors_name_the_op_that_was_called():
+    x = leaf((3,))
+    for name, write in [("zero_", lambda t: t.zero_()), ("fill_", lambda t: t.fill_(1.0)),
+                        ("clamp_", lambda t: t.clamp_(0, 1)), ("setitem", lambda t: t.__setitem__(0, 1.0))]:
+        with pytest.raises(RuntimeError, match=f"^{name}: a leaf tensor that requires grad"):
+            write(x)
+    y = x * 1
+    y.zero_()
+    assert y.grad_fn.op == "zero_"
+
+
+def test_in_place_ops_report_to_the_profile():
+    x = leaf((4, 3))
+    with mg.autograd.profile() as p:
+        y = x * 1
+        y.mul_(x)                 # saves the old y and x for backward
+        y[0] = 0.0
+        y.add_(1.0)
+        with mg.no_grad():
+            z = mg.zeros(3)
+            z.fill_(2.0)
+            z += 1
+        y.sum().backward()
+    s = p.stats
+    for op in ("mul_", "setitem"):
+        assert s[op].calls == 1 and s[op].backward_calls == 1 and s[op].forward_s > 0, s[op]
+    assert s["mul_"].saved_bytes >= 2 * x.data.nbytes
+    assert (s["add_"].calls, s["add_"].backward_calls) == (2, 1)  # z += 1 under no_grad records nothing
+    assert (s["fill_"].calls, s["fill_"].backward_calls) == (1, 0)

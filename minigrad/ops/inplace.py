@@ -54,6 +54,8 @@ receives the gradient.
 """
 from __future__ import annotations
 
+from time import perf_counter as _perf
+
 import numpy as np
 
 from .. import autograd as _ag
@@ -189,8 +191,21 @@ def _operand(o, op, t):
     """A non-self operand as a backend value (Python scalars kept; arrays must be on ``t``'s device:
     only ``copy_`` moves data between devices)."""
     od = o.data if isinstance(o, Tensor) else _const(o, op, t)
-    if hasattr(od, "shape") and type(od) is not type(t.data):
-        C.check_same_device(op, t.data, od)
+    if hasattr(od, "shape"):
+        if type(od) is not type(t.data):
+            C.check_same_device(op, t.data, od)
+        oshape = tuple(od.shape)
+        if oshape != tuple(t.shape):
+            try:
+                ok = np.broadcast_shapes(oshape, t.shape) == tuple(t.shape)
+            except ValueError:
+                ok = False
+            if not ok:
+                raise ValueError(
+                    f"{op}: the other operand of shape {oshape} does not broadcast to the tensor's shape "
+                    f"{tuple(t.shape)}: an in-place op broadcasts its other operand to the tensor, never the "
+                    "tensor to a bigger shape"
+                )
     return od
 
 
@@ -223,11 +238,28 @@ def _rebase(t, n):
     t._node, t._oidx, t._rg = n, 0, True
 
 
-def _commit(t, mode, self_rg, op, write, rule=None, others=(), saved=(), attrs=None, info=None):
-    """Write (``write(t.data)``), bump the version, and record the write when ``mode`` says so."""
+def _clock():
+    """The start time of an in-place op when a profile is active, else None."""
+    return _perf() if _ag.PROFILER is not None else None
+
+
+def _report(op, t0, n=None):
+    """Tell the active profile (if any) about one call of ``op`` started at ``t0``."""
+    prof = _ag.PROFILER
+    if prof is None or t0 is None:
+        return
+    prof._add_forward(op, _perf() - t0)
+    if n is not None:
+        prof._add_saved(op, n.saved_bytes)
+
+
+def _commit(t, mode, self_rg, op, write, rule=None, others=(), saved=(), attrs=None, info=None, t0=None):
+    """Write (``write(t.data)``), bump the version, and record the write when ``mode`` says so.
+    ``t0``: when the op started (``_clock()``), for the profile."""
     if mode is None:
         write(t.data)
         t._ver[0] += 1
+        _report(op, t0)
         return t
     o_parents = tuple(edge(o) if isinstance(o, Tensor) and o._rg else None for o in others)
     o_meta = tuple((o.data.shape, o.data.dtype) if isinstance(o, Tensor) and o._rg else None for o in others)
@@ -243,6 +275,7 @@ def _commit(t, mode, self_rg, op, write, rule=None, others=(), saved=(), attrs=N
         _rebase(t, n)
         if not was_rg:
             _promote_views(t, None)
+        _report(op, t0, n)
         return t
     base = t._base
     was_rg = base._rg
@@ -262,6 +295,7 @@ def _commit(t, mode, self_rg, op, write, rule=None, others=(), saved=(), attrs=N
     _view_node(t, base, pos)
     if not was_rg:
         _promote_views(base, t)
+    _report(op, t0, n)
     return t
 
 
@@ -373,6 +407,7 @@ def _addsub_rule(ctx, g, saved):
 
 
 def _addsub(t, other, alpha, op, sign):
+    t0 = _clock()
     _self(t, op)
     od = _operand(other, op, t)
     others = (other,) if isinstance(other, Tensor) else ()
@@ -384,7 +419,7 @@ def _addsub(t, other, alpha, op, sign):
     else:
         r = xd - od if alpha == 1 else xd - od * alpha
     _check_result(t, r, op)
-    return _commit(t, mode, self_rg, op, _assign(r), _addsub_rule, others, attrs=sign * alpha)
+    return _commit(t, mode, self_rg, op, _assign(r), _addsub_rule, others, attrs=sign * alpha, t0=t0)
 
 
 def _assign(r):
@@ -416,6 +451,7 @@ def _mul_rule(ctx, g, saved):
 
 def mul_(t, other):
     """``t *= other`` in place; returns ``t``."""
+    t0 = _clock()
     op = "mul_"
     _self(t, op)
     od = _operand(other, op, t)
@@ -429,7 +465,7 @@ def mul_(t, other):
         other_rg = isinstance(other, Tensor) and other._rg
         saved = (_saved_value(other if isinstance(other, Tensor) else od, t) if self_rg else None,
                  t.clone() if other_rg else None)
-    return _commit(t, mode, self_rg, op, _assign(r), _mul_rule, others, saved)
+    return _commit(t, mode, self_rg, op, _assign(r), _mul_rule, others, saved, t0=t0)
 
 
 def _div_rule(ctx, g, saved):
@@ -442,6 +478,7 @@ def _div_rule(ctx, g, saved):
 
 def div_(t, other):
     """``t /= other`` in place (true division); returns ``t``."""
+    t0 = _clock()
     op = "div_"
     _self(t, op)
     od = _operand(other, op, t)
@@ -455,7 +492,7 @@ def div_(t, other):
         other_rg = isinstance(other, Tensor) and other._rg
         saved = (_saved_value(other if isinstance(other, Tensor) else od, t),
                  t.clone() if other_rg else None)
-    return _commit(t, mode, self_rg, op, _assign(r), _div_rule, others, saved)
+    return _commit(t, mode, self_rg, op, _assign(r), _div_rule, others, saved, t0=t0)
 
 
 def _clamp_rule(ctx, g, saved):
@@ -465,6 +502,7 @@ def _clamp_rule(ctx, g, saved):
 
 def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     """Clamp into ``[min, max]`` in place (either may be None); gradient 1 inside, bounds included."""
+    t0 = _clock()
     op = "clamp_"
     _self(t, op)
     if min is None and max is None:
@@ -494,7 +532,7 @@ def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
             m = m & (xd <= hi)
         saved = (m,)
     return _commit(t, mode, self_rg, op, _assign(r), _clamp_rule, (), saved, info={"min": lo, "max": hi}
-                   if not hasattr(lo, "shape") and not hasattr(hi, "shape") else None)
+                   if not hasattr(lo, "shape") and not hasattr(hi, "shape") else None, t0=t0)
 
 
 clip_ = clamp_
@@ -508,13 +546,14 @@ def _fill_rule(ctx, g, saved):
     return (None if mx is None else g * 0, None if mv is None else unb(g, mv[0]))
 
 
-def fill_(t, value):
+def fill_(t, value, *, _op="fill_"):
     """Set every element to ``value`` (a number, or a one-element tensor) in place; returns ``t``."""
-    op = "fill_"
+    t0 = _clock()
+    op = _op
     _self(t, op)
     if isinstance(value, Tensor):
         if value.size != 1:
-            raise ValueError(f"fill_: the value must be a number or a one-element tensor, got shape {value.shape}")
+            raise ValueError(f"{op}: the value must be a number or a one-element tensor, got shape {value.shape}")
     vd = _operand(value, op, t)
     others = (value,) if isinstance(value, Tensor) else ()
     mode, self_rg = _plan(t, op, others)
@@ -526,13 +565,13 @@ def fill_(t, value):
         dst[...] = vd
 
     return _commit(t, mode, self_rg, op, write, _fill_rule, others, info={"value": value}
-                   if not isinstance(value, Tensor) else None)
+                   if not isinstance(value, Tensor) and op == "fill_" else None, t0=t0)
 
 
 def zero_(t):
     """Set every element to 0 in place; returns ``t``."""
     _self(t, "zero_")
-    return fill_(t, 0)
+    return fill_(t, 0, _op="zero_")
 
 
 def _copy_rule(ctx, g, saved):
@@ -556,6 +595,7 @@ def copy_(t, src):
 
     Differentiable in ``src``; the gradient goes back to ``src``'s device and dtype.
     """
+    t0 = _clock()
     op = "copy_"
     _self(t, op)
     src_dev = None
@@ -584,7 +624,7 @@ def copy_(t, src):
     def write(dst):
         dst[...] = sd
 
-    return _commit(t, mode, self_rg, op, write, _copy_rule, others, attrs=src_dev)
+    return _commit(t, mode, self_rg, op, write, _copy_rule, others, attrs=src_dev, t0=t0)
 
 
 # -- t[idx] = value ---------------------------------------------------------------------------------
@@ -621,6 +661,7 @@ def setitem(t, idx, value):
     """
     from .shape import _convert_index, _fmt_index, _to_device_index
 
+    t0 = _clock()
     op = "setitem"
     _self(t, op)
     cidx, basic = _convert_index(idx)
@@ -649,7 +690,7 @@ def setitem(t, idx, value):
             except ValueError as e:
                 raise ValueError(f"setitem: {e} (tensor shape {t.shape}, index {_fmt_index(cidx)})") from None
 
-        return _commit(t, None, False, op, write)
+        return _commit(t, None, False, op, write, t0=t0)
     try:
         sel_shape = tuple(xd[cidx].shape)
     except IndexError as e:
@@ -687,7 +728,7 @@ def setitem(t, idx, value):
             dst[cidx] = vfull.reshape(-1)[winner.reshape(-1)].reshape(sel_shape)
 
     return _commit(t, mode, self_rg, op, write, _setitem_rule, others, attrs=(cidx, keep, won),
-                   info={"index": _fmt_index(cidx)})
+                   info={"index": _fmt_index(cidx)}, t0=t0)
 
 
 def _strip_ones(shape, ndim):
