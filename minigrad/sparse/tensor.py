@@ -258,13 +258,15 @@ class SparseTensor:
         if grad.sparse_dim < S:  # move grad's leading dense dims into its sparse part
             grad = grad.to_sparse_coo()._respread(S)
         gc = grad.coalesce()
+        block = tuple(self._shape[S:])
+        if gc.nnz == 0:  # grad stores nothing: every entry gets zeros
+            return _wrap(xp.zeros((self.nnz,) + block, dtype=gc.dtype))
         gv = gc._values if graph else _wrap(gc._values.data)
         if gc.sparse_dim == S and gc.nnz == self.nnz and (
                 (gc.layout == self.layout == "coo" and _same_arrays(gc._idx, self._idx))
                 or (gc.layout == self.layout == "csr" and _same_arrays(gc._crow, self._crow)
                     and _same_arrays(gc._col, self._col))):
             return gv
-        block = tuple(self._shape[S:])
         if S == 0:  # every entry is a copy of the whole (dense-shaped) block
             whole = gc.to_dense() if graph else _wrap(gc.to_dense().data)
             return whole.reshape((1,) + block).broadcast_to((self.nnz,) + block)
