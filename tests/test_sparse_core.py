@@ -104,6 +104,10 @@ def test_coo_validation():
         sp.coo_tensor(np.zeros((0, 1), dtype=np.int64), np.float64(1.0), ())
     with pytest.raises(IndexError, match="size 0"):
         sp.coo_tensor([[0]], [1.0], (0,))
+    # uint64 indices past int64's range: named with their own value, not a wrapped one
+    with pytest.raises(IndexError, match=r"indices\[0, 1\] = 9223372036854775813"):
+        sp.coo_tensor(np.array([[1, 2 ** 63 + 5]], dtype=np.uint64), [1.0, 2.0], (3,))
+    assert sp.coo_tensor(np.array([[1, 2]], dtype=np.uint64), [1.0, 2.0], (3,)).indices.dtype == np.int64
 
 
 def test_csr_validation():
@@ -230,6 +234,20 @@ def test_scipy_round_trip():
         sp.from_scipy(np.ones((2, 2)))
     with pytest.raises(ValueError, match="2-D"):
         mg.tensor(rng.standard_normal((2, 2, 2))).to_sparse_coo().to_scipy()
+
+
+def test_scipy_is_optional(monkeypatch):
+    # without SciPy only the interop functions fail, with an ImportError that says what to install
+    import sys
+
+    monkeypatch.setitem(sys.modules, "scipy", None)
+    monkeypatch.setitem(sys.modules, "scipy.sparse", None)
+    s = sp.coo_tensor([[0, 1]], [1.0, 2.0], (3,))
+    assert sp.sum(s).item() == 3.0
+    with pytest.raises(ImportError, match="pip install"):
+        sp.coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2)).to_scipy()
+    with pytest.raises(ImportError, match="pip install"):
+        sp.from_scipy(object())
 
 
 # ---------------------------------------------------------------------------

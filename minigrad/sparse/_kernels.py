@@ -77,18 +77,28 @@ def keys_of(xp, rows, dims):
 def unravel(xp, keys, dims, out=None):
     """Row-major linear keys -> coordinates, one row per dim of ``out`` ((len(dims), n) int64)."""
     n = keys.shape[0]
+    m = len(dims)
     if out is None:
-        out = xp.empty((len(dims), n), dtype=np.int64)
+        out = xp.empty((m, n), dtype=np.int64)
+    if n == 0:  # nothing to do (and the only case where a dim may have size 0)
+        return out
+    if m == 1:
+        out[0] = keys
+        return out
+    # Peel the dims off from the last: the quotient k // d goes straight into the row of the
+    # dim before (it is that row's key), and the remainder k - q * d into row j. Writing into
+    # ``out`` avoids temporaries; floor_divide by a scalar is fast, NumPy's divmod and % are not.
     k = keys
-    for j in range(len(dims) - 1, 0, -1):
+    for j in range(m - 1, 0, -1):
         d = int(dims[j])
-        if d == 0 or n == 0:  # only reachable with no keys at all
-            out[j] = 0
-            continue
-        q = k // d  # floor_divide by a scalar is fast; NumPy's divmod is not
-        xp.subtract(k, q * d, out=out[j])
+        q = out[j - 1]
+        xp.floor_divide(k, d, out=q)
+        if k is keys:
+            xp.multiply(q, d, out=out[j])
+            xp.subtract(k, out[j], out=out[j])
+        else:  # k is row j itself (the previous quotient): subtract in place
+            k -= q * d
         k = q
-    out[0] = k
     return out
 
 
@@ -152,8 +162,9 @@ class Groups:
 def group(xp, keys, key_space=None, assume_sorted=None) -> Groups:
     """Group equal keys (``key_space``: an upper bound of the keys, when known).
 
-    Sorted keys (coalesced input, kept dims a prefix, CSR rows) need one pass;
-    a key space of at most a few times nnz is counted into bins (no sort);
+    Sorted keys (coalesced input, kept dims a prefix, CSR rows) find their groups in one
+    pass; a key space of at most a few times nnz is counted into bins (no sort, no
+    inverse map: on NumPy a bincount over the bins beats building one with a cumsum);
     otherwise an argsort.
     """
     n = int(keys.shape[0])
@@ -162,22 +173,21 @@ def group(xp, keys, key_space=None, assume_sorted=None) -> Groups:
         return Groups(xp, e, 0, e, e, 0, identity=True)
     if n == 1:
         return Groups(xp, None, 1, keys, xp.zeros(1, dtype=np.int64), 1, identity=True)
+    binnable = key_space is not None and key_space <= _BIN_FACTOR * n + _BIN_SLACK
     if assume_sorted is None:
         assume_sorted = bool((keys[1:] >= keys[:-1]).all())
     if assume_sorted:
-        flags = keys[1:] != keys[:-1]
-        nu = int(flags.sum()) + 1
+        start = xp.empty(n, dtype=bool)  # start[i]: entry i begins a group
+        start[0] = True
+        xp.not_equal(keys[1:], keys[:-1], out=start[1:])
+        nu = int(xp.count_nonzero(start))
         if nu == n:
             return Groups(xp, None, n, keys, None, n, identity=True)
-        start = xp.empty(n, dtype=bool)
-        start[0] = True
-        start[1:] = flags
-        del flags
-        inv = xp.cumsum(start, dtype=np.int64)
-        inv -= 1
         rep = xp.flatnonzero(start)
-        return Groups(xp, inv, nu, keys[rep], rep, n)
-    if key_space is not None and key_space <= _BIN_FACTOR * n + _BIN_SLACK:
+        if binnable:  # the sums need no inverse map (see above), nor ``rep``: not kept in the graph
+            return Groups(xp, None, nu, keys[rep], None, n, entry_keys=keys, space=int(key_space))
+        return Groups(xp, _ranks(xp, start), nu, keys[rep], rep, n)
+    if binnable:
         present = xp.zeros(int(key_space), dtype=bool)
         present[keys] = True
         uniq = xp.flatnonzero(present)
@@ -187,14 +197,22 @@ def group(xp, keys, key_space=None, assume_sorted=None) -> Groups:
     ks = keys[order]
     start = xp.empty(n, dtype=bool)
     start[0] = True
-    start[1:] = ks[1:] != ks[:-1]
-    gid = xp.cumsum(start, dtype=np.int64)
-    nu = int(gid[-1])
-    gid -= 1
+    xp.not_equal(ks[1:], ks[:-1], out=start[1:])
+    gid = _ranks(xp, start)
+    nu = int(gid[-1]) + 1
     inv = xp.empty(n, dtype=np.int64)
     inv[order] = gid
     first = xp.flatnonzero(start)
     return Groups(xp, inv, nu, ks[first], order[first], n)
+
+
+def _ranks(xp, start):
+    """Group number of each entry of sorted keys, given where groups start (bool)."""
+    # cumsum of an int64 copy: NumPy's cumsum casting bool to int64 on the fly is slower
+    r = start.astype(np.int64)
+    xp.cumsum(r, out=r)
+    r -= 1
+    return r
 
 
 def group_coords(xp, rows, dims, assume_sorted=None, out=None, at=None):
@@ -261,7 +279,8 @@ def binned_sum(xp, v, g):
 
 def binned_spread(xp, gv, g):
     """The adjoint of binned_sum: each entry gets its group's value."""
-    full = xp.zeros(g.space, dtype=gv.dtype)
+    # no need to zero the bins: every entry key is one of the present keys written here
+    full = xp.empty(g.space, dtype=gv.dtype)
     full[g.keys] = gv
     return full[g.entry_keys]
 

@@ -64,6 +64,13 @@ def _as_index(a, name, op, xp, device):
         a = arr
     if a.dtype.kind not in "iu":
         raise IndexDtypeError(f"{op}: {name} must be an integer array, got dtype {a.dtype}")
+    if a.dtype == np.uint64 and a.size:  # values past int64's range would wrap in the cast below
+        big = a > np.uint64(np.iinfo(np.int64).max)
+        if bool(big.any()):
+            where = _first_true(_be.array_module(a), big)
+            pos = ", ".join(str(i) for i in where)
+            raise IndexError(f"{op}: {name}[{pos}] = {int(_be.to_numpy(a[where]))} is out of bounds "
+                             "(larger than any int64 index)")
     a = _be.to_device(a, device)
     if a.dtype != K.int64:
         a = a.astype(np.int64)
