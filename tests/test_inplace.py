@@ -202,7 +202,8 @@ def test_write_under_no_grad_of_a_leaf_is_caught_by_backward():
 @pytest.mark.parametrize("write", [
     lambda w: w.add_(1), lambda w: w.mul_(2), lambda w: w.zero_(), lambda w: w.fill_(1.0),
     lambda w: w.copy_(mg.ones(3)), lambda w: w.clamp_(0, 1), lambda w: w.__iadd__(1),
-    lambda w: w.__setitem__(0, 1.0),
+    lambda w: w.__setitem__(0, 1.0), lambda w: w.pow_(2), lambda w: w.__ipow__(2), lambda w: w.__ifloordiv__(2),
+    lambda w: w.__imod__(2), lambda w: w.remainder_(2), lambda w: w.floor_divide_(2),
 ])
 def test_leaf_requiring_grad_only_under_no_grad(write):
     w = leaf(3)
@@ -604,7 +605,7 @@ def test_against_pytorch(name):
 # -- random programs of views and writes, against PyTorch -----------------------------------------
 
 _VIEWS = ["[1]", "[:, 1]", "[1:, :2]", ".T", "[0:2]", ".T[1:]", "[::2]", ".reshape(12)[2:8]", "[:, 1:3]"]
-_WRITES = ["add_", "sub_", "mul_", "div_", "clamp_", "zero_", "fill_", "copy_", "set", "iadd"]
+_WRITES = ["add_", "sub_", "mul_", "div_", "clamp_", "zero_", "fill_", "copy_", "set", "iadd", "pow", "rem"]
 
 
 def _operand(src, t, X, W):
@@ -641,6 +642,10 @@ def _run_program(lib, prog, a, b):
                 t.copy_(o if src != "c" else t * 0 + o)
             elif op == "set":
                 t[0] = o[0] if src != "c" else o
+            elif op == "pow":
+                t **= 2
+            elif op == "rem":
+                t %= (o.abs() + 0.5) if src != "c" else o
             else:
                 t += o
     out = (env["h"] ** 2).sum() + sum((u * u).sum() * 0.1 for u in used)
@@ -718,3 +723,194 @@ def test_in_place_ops_report_to_the_profile():
     assert s["mul_"].saved_bytes >= 2 * x.data.nbytes
     assert (s["add_"].calls, s["add_"].backward_calls) == (2, 1)  # z += 1 under no_grad records nothing
     assert (s["fill_"].calls, s["fill_"].backward_calls) == (1, 0)
+
+
+# -- **=, //=, %= are in place too (pow_, floor_divide_, remainder_) ----------------------------------
+
+@pytest.mark.parametrize("name,write,ref", [
+    ("ipow", lambda t: t.__ipow__(2), lambda a: a ** 2),
+    ("pow_tensor", lambda t: t.pow_(mg.tensor([1.0, 2.0, 0.5, 3.0])), lambda a: a ** np.array([1.0, 2.0, 0.5, 3.0])),
+    ("ifloordiv", lambda t: t.__ifloordiv__(0.75), lambda a: a // 0.75),
+    ("floor_divide_", lambda t: t.floor_divide_(mg.tensor([2.0, 3.0, 1.5, 4.0])), lambda a: a // [2.0, 3.0, 1.5, 4.0]),
+    ("imod", lambda t: t.__imod__(0.75), lambda a: a % 0.75),
+    ("remainder_", lambda t: t.remainder_(mg.tensor([2.0, -3.0, 1.5, 4.0])), lambda a: a % np.array([2.0, -3.0, 1.5, 4.0])),
+])
+def test_pow_floordiv_mod_write_in_place(name, write, ref, device):
+    a = rnd((3, 4), low=0.25)
+    t = mg.tensor(a, device=device)
+    v, tt = t[1:], t.T
+    data, ident, ver = t.data, id(t), t._version
+    r = write(t)
+    assert r is t and id(t) == ident and t.data is data  # the same object and storage
+    np.testing.assert_allclose(to_np(t), ref(a), rtol=1e-12)
+    np.testing.assert_allclose(to_np(v), ref(a)[1:], rtol=1e-12)  # views see the write
+    np.testing.assert_allclose(to_np(tt), ref(a).T, rtol=1e-12)
+    assert t._version == ver + 1 == v._version
+
+
+def test_augmented_pow_floordiv_mod_keep_the_object():
+    t = mg.arange(6.0)
+    ident, v = id(t), t[2:]
+    t **= 2
+    t //= 3
+    t %= 4
+    assert id(t) == ident and t._version == 3
+    np.testing.assert_array_equal(v.numpy(), ((np.arange(6.0) ** 2 // 3) % 4)[2:])
+
+
+def test_pow_floordiv_mod_dtype_rules_and_errors():
+    i = mg.arange(5)
+    i **= 2
+    i //= 3
+    i %= 2
+    np.testing.assert_array_equal(i.numpy(), (np.arange(5) ** 2 // 3) % 2)
+    assert i.dtype == mg.int64
+    with pytest.raises(TypeError, match="^remainder_: .*same_kind"):
+        i %= 2.5
+    with pytest.raises(TypeError, match="^pow_: .*same_kind"):
+        i **= 0.5
+    with pytest.raises(ValueError, match=r"^pow_: Integers to negative integer powers.*int64"):
+        i **= -1
+    f = mg.zeros(3)
+    with pytest.raises(ValueError, match="^floor_divide_: the other operand of shape .* does not broadcast"):
+        f //= mg.ones(2, 3)
+    assert f._version == 0
+
+
+def test_pow_and_mod_gradients():
+    x, w = leaf((3, 4), low=0.5), leaf((3, 4), 1, low=0.5)
+    check(lambda x: (x * 1).pow_(3), x)
+    check(lambda x, w: (x * 1).pow_(w), x, w)                  # tensor exponent: d/dw x ** w = x ** w log x
+    check(lambda x, w: (x * 1).pow_(w[0]), x, w)               # a broadcast exponent: its gradient is summed back
+    check(lambda x, w: _ipow_view(x, w), x, w)                 # **= through a transposed view
+    check(lambda x, w: (x * 3).remainder_(w + 0.1), x, w, gg=False)  # (gradgrad: floor() has none to give)
+    check(lambda x: _imod(x * 3, 0.7), x)
+
+    def pow_self(x):
+        y = x * 1
+        y.pow_(y)          # the exponent is the tensor itself: its old value is saved
+        return y
+
+    check(pow_self, x)
+
+
+def _ipow_view(x, w):
+    h = x * 1
+    v = h.T[1:3]
+    v **= w.T[:2]
+    return h * x
+
+
+def _imod(t, d):
+    t %= d
+    return t
+
+
+def test_floor_divide_has_a_zero_gradient():
+    x = leaf((2, 3), low=0.5)
+    y = x * 3
+    y //= 0.5
+    assert y.grad_fn.op == "floor_divide_"
+    (y * x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), (x.numpy() * 3) // 0.5)  # only through the product
+    w = leaf(3, 1, low=1.0)
+    z = x * 1
+    z.floor_divide_(w)  # not differentiable in the divisor either (as x // w): w gets nothing
+    (z * 1.0).sum().backward()
+    assert w.grad is None
+
+
+def test_version_is_public_and_shared_by_views():
+    t = mg.zeros(3, 4)
+    v = t[1]
+    assert t._version == v._version == 0
+    v += 1
+    t[0, 0] = 2.0
+    assert t._version == v._version == 2
+    c = t.clone()
+    assert c._version == 0
+
+
+def test_pow_mod_against_pytorch():
+    torch = pytest.importorskip("torch")
+    a, b = rnd((3, 4), low=0.5), rnd((3, 4), 1)
+
+    def prog(lib, x, w):
+        y = x * 1
+        y **= 2
+        z = y * 1
+        z.pow_(w[0])
+        h = x * 3
+        h %= w.abs() + 0.7
+        v = x * 2
+        v.T[1] **= 3
+        return (z * 1.5).sum() + (h * h).sum() + (v * v).sum()
+
+    res = []
+    for lib in (mg, torch):
+        x, w = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+        out = prog(lib, x, w)
+        out.backward()
+        res.append((out.item(), to_np(x.grad) if lib is mg else x.grad.numpy(), to_np(w.grad) if lib is mg else w.grad.numpy()))
+    np.testing.assert_allclose(res[0][0], res[1][0], rtol=1e-12)
+    np.testing.assert_allclose(res[0][1], res[1][1], rtol=1e-10)
+    np.testing.assert_allclose(res[0][2], res[1][2], rtol=1e-10, atol=1e-12)
+
+
+# -- index tensors are saved with their versions: a changed index is refused, never a wrong gradient -------
+
+def test_getitem_refuses_an_index_tensor_changed_in_place():
+    x = leaf(4)
+    for make in (lambda: mg.tensor([0, 1]), lambda: x.detach() > 0):
+        idx = make()
+        y = x[idx] * 1.0
+        with mg.no_grad():
+            idx[0] = idx[1]
+        with pytest.raises(RuntimeError, match=r"input 1 of op 'getitem'.*saved at version 0 and is now at version 1"):
+            y.sum().backward()
+    idx = mg.tensor([2, 0])
+    y = x[idx, None]
+    y.sum().backward()  # unchanged: fine
+    np.testing.assert_array_equal(x.grad.numpy(), [1, 0, 1, 0])
+
+
+def test_setitem_and_index_add_refuse_an_index_tensor_changed_in_place():
+    x, v = leaf(4), leaf(2, 1)
+    h = x * 1
+    i = mg.tensor([0, 1])
+    h[i] = v * 2
+    i[0] = 3
+    with pytest.raises(RuntimeError, match=r"input 1 of op 'setitem'.*version 0 and is now at version 1"):
+        h.sum().backward()
+    j = mg.tensor([0, 2])
+    s = mg.index_add((4,), j, v * 1)
+    j += 1
+    with pytest.raises(RuntimeError, match=r"input 1 of op 'index_add'.*version 0 and is now at version 1"):
+        s.sum().backward()
+
+
+def test_index_add_errors_name_the_op():
+    with pytest.raises(IndexError, match=r"^index_add: index 5 is out of bounds.*shape \(3,\)\)$"):
+        mg.index_add((3,), [5], mg.ones(1))
+    with pytest.raises(ValueError, match=r"^index_add: values of shape \(3,\) do not fit"):
+        mg.index_add((3,), [0, 1], mg.ones(3))
+
+
+# -- what a recorded write keeps for backward is counted, and released by backward ----------------------
+
+def test_saved_bytes_of_writes_count_positions_and_masks():
+    x, w = leaf((30, 40)), leaf(40, 1)
+    h = x * 1
+    h[0].add_(w)                     # through a view: copy_slices keeps the view's positions and a mask
+    n = h.grad_fn
+    assert n.op == "copy_slices"
+    assert n.saved_bytes >= 40 * 8 + 30 * 40  # int64 positions of the row, a bool mask of the base
+    g = h * 1
+    g[mg.tensor([1, 2, 1])] = w[:3, None].expand(3, 40) * 1   # advanced: mask, index, winners
+    s = g.grad_fn
+    assert s.op == "setitem" and s.saved_bytes >= 30 * 40 + 3 * 8
+    rows = str(mg.autograd.tape(g))
+    assert "copy_slices" in rows and "setitem" in rows
+    g.sum().backward()
+    assert n.freed and n.saved == () and s.saved == ()
+    assert "freed" in str(mg.autograd.tape(g))

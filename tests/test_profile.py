@@ -105,3 +105,52 @@ def test_no_grad_ops_are_counted_without_saved_bytes():
             (x * x).sum()
     assert p.stats["mul"].calls == 1 and p.stats["mul"].saved_bytes == 0
     assert p.stats["mul"].backward_calls == 0
+
+
+def test_a_long_chain_gives_exact_counts():
+    x, a = leaf(16), leaf(16, seed=1)
+    with mg.autograd.profile() as p:
+        y = x
+        for _ in range(200):
+            y = (y * a + 1.0).tanh()
+        y.sum().backward()
+    s = p.stats
+    assert {op: (st.calls, st.backward_calls) for op, st in s.items()} == {
+        "mul": (200, 200), "add": (200, 200), "tanh": (200, 200), "sum": (1, 1)}
+    assert s["tanh"].saved_bytes == 200 * 16 * 8      # each tanh saves its output
+    assert s["mul"].saved_bytes == 2 * 200 * 16 * 8   # y * a saves both (both need a gradient)
+    table = p.table()
+    for op in ("mul", "add", "tanh", "sum"):
+        assert any(ln.split()[:2] == [op, str(s[op].calls)] for ln in table.splitlines())
+
+
+def test_no_profile_no_reports(monkeypatch):
+    """Outside a profile nothing reports to one: the only cost is the `PROFILER is None` check."""
+    from minigrad.profile import Profile
+
+    def boom(*a):
+        raise AssertionError("reported to a profile that is not active")
+
+    for name in ("_add_forward", "_add_backward", "_add_saved"):
+        monkeypatch.setattr(Profile, name, boom)
+    x = leaf(3, 4)
+    y = (x @ x.T).tanh().sum(axis=0)
+    h = y * 1
+    h[0] += 1.0
+    h.reshape(3, 1).expand(3, 2).sum().backward()
+    assert autograd.PROFILER is None and x.grad is not None
+
+
+def test_in_place_and_indexing_ops_are_profiled():
+    x = leaf(4, 3)
+    with mg.autograd.profile() as p:
+        y = x * 1
+        y **= 2
+        z = mg.index_add((5, 3), mg.tensor([0, 4, 0, 1]), y)
+        z.sum().backward()
+    s = p.stats
+    assert (s["pow_"].calls, s["pow_"].backward_calls) == (1, 1)
+    assert (s["index_add"].calls, s["index_add"].backward_calls) == (1, 1)
+    assert s["index_add"].saved_bytes == 4 * 8       # the index, kept for backward
+    assert s["pow_"].saved_bytes == 4 * 3 * 8        # the old value: a clone taken before the write
+    assert s["clone"].calls == 1 and s["clone"].saved_bytes == 0

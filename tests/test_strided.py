@@ -237,3 +237,33 @@ def test_drawing_a_picture(tmp_path):
     pngs = list(tmp_path.glob("strided_walk_2x3x4_dim1.png"))
     assert pngs and pngs[0].stat().st_size > 1000
     assert "stride=4 nstride=3" in (tmp_path / "strided_walk_2x3x4.txt").read_text()
+
+
+# -- property: any shape, any dim, any strided view --------------------------------------------------
+
+def test_property_plan_and_walk_match_numpy():
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+
+    @st.composite
+    def views(draw):
+        shape = tuple(draw(st.lists(st.integers(0, 4), min_size=1, max_size=5)))
+        base = np.arange(int(np.prod([2 * n + 1 for n in shape])), dtype=np.float64).reshape(
+            tuple(2 * n + 1 for n in shape))
+        sl = tuple(slice(draw(st.integers(0, 1)), None, draw(st.sampled_from([1, 2, -1, -2]))) for _ in shape)
+        v = base[sl]
+        v = v.transpose(draw(st.permutations(range(v.ndim))))
+        return v, draw(st.integers(-v.ndim, v.ndim - 1))
+
+    @hypothesis.settings(max_examples=200, deadline=None)
+    @hypothesis.given(views())
+    def check(case):
+        v, d = case
+        buf, shape, strides, off = mg.strided.layout(v)
+        np.testing.assert_array_equal(mg.strided.sum(buf, shape, d, strides, off), v.sum(d))
+        c = np.ascontiguousarray(v)
+        p = mg.strided.sum_plan(c.shape, d)
+        assert tuple(p) == _definition(c.shape, d % c.ndim)
+        np.testing.assert_array_equal(mg.strided.sum(c.reshape(-1), c.shape, d), c.sum(d))
+
+    check()

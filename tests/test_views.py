@@ -199,3 +199,24 @@ def test_stride_helpers_for_int_and_bool_tensors():
     b = mg.arange(12).reshape(3, 4) > 5
     assert b.stride() == (4, 1) and b.T.stride() == (1, 4)
     assert b[1:, 1:].storage_offset() == 5
+
+
+AUGMENTED = ["+=", "-=", "*=", "/=", "**=", "//=", "%="]
+
+
+@pytest.mark.parametrize("op", AUGMENTED)
+@pytest.mark.parametrize("view", ["row", "col", "step", "neg", "T", "permute3", "reshape", "none"])
+def test_augmented_assignment_on_a_view_writes_the_base_like_numpy(op, view, device):
+    """Every augmented assignment writes in place, as NumPy's does: the base and the other views see it."""
+    a = np.arange(1.0, 13.0).reshape(3, 4)
+    t = mg.tensor(a.copy(), device=device)
+    other = t.T  # another view of the same storage
+    va, vt = NP_VIEWS[view](a), VIEWS[view](t)
+    exec(f"va {op} 1.5", {}, {"va": va})  # noqa: S102 - a fixed operator from the list above
+    ident = id(vt)
+    ns = {"vt": vt}
+    exec(f"vt {op} 1.5", {}, ns)  # noqa: S102
+    assert id(ns["vt"]) == ident  # the same tensor object, not a new one bound to the name
+    np.testing.assert_allclose(to_np(t), a, rtol=1e-12)
+    np.testing.assert_allclose(to_np(other), a.T, rtol=1e-12)
+    assert t._version == 1

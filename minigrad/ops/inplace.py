@@ -1,5 +1,6 @@
-"""In-place operations: ``add_ sub_ mul_ div_ zero_ fill_ copy_ clamp_``, ``+= -= *= /=``
-and ``t[idx] = value``.
+"""In-place operations: ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ zero_ fill_ copy_
+clamp_``, every augmented assignment ``+= -= *= /= **= //= %=`` (in place, as NumPy's and
+PyTorch's are: views see the write) and ``t[idx] = value``. ``t._version`` reads the counter.
 
 Every write goes into the tensor's storage, so its base and every other view of that
 storage see it, and bumps the storage's version counter (``t._ver[0]``). A Node
@@ -46,6 +47,10 @@ When a write is allowed, and what it records
   * a view whose elements overlap in memory (``expand`` / ``broadcast_to``), or a view of
     read-only memory: ``RuntimeError``, saying to ``.clone()`` / ``.contiguous()`` first.
 
+``floor_divide_`` is not differentiable (as ``x // y``): through it a tensor in a graph gets a zero
+gradient, the divisor none. Index Tensors of ``t[idx] = value`` are saved with their versions, so
+backward refuses one changed in place since.
+
 In-place results follow NumPy: the other operand broadcasts to the tensor's shape (never
 the tensor to a bigger one) and the result is cast back to the tensor's dtype when NumPy's
 ``same_kind`` rule allows (``int_tensor += 0.5`` is a ``TypeError``). With repeated advanced
@@ -64,6 +69,8 @@ from ..autograd import Node
 from ..tensor import Tensor
 from . import _core as C
 from ._core import edge, unb
+from .elementwise import _mod_rule as _ew_mod_rule
+from .elementwise import _pow_rule as _ew_pow_rule
 
 # -- the checks ---------------------------------------------------------------
 
@@ -287,10 +294,12 @@ def _commit(t, mode, self_rg, op, write, rule=None, others=(), saved=(), attrs=N
     keep = xp.ones(base.data.shape, dtype=bool)
     keep.reshape(-1)[pos.reshape(-1)] = False
     bmeta = ((base.data.shape, base.data.dtype) if self_rg else None,) + o_meta
+    # pos and keep ride in `saved`, after the inner rule's items: counted as saved for backward
+    # (the tape, the profile) and released with them
     n = Node("copy_slices", _copy_slices_rule, parents, bmeta, (base.data.shape, base.data.dtype),
-             (rule, meta, attrs, pos, keep))
+             (rule, meta, attrs, len(saved)))
     n.info = dict(info or {}, op=op)
-    n.save(saved)
+    n.save(tuple(saved) + (pos, keep))
     _rebase(base, n)
     _view_node(t, base, pos)
     if not was_rg:
@@ -314,9 +323,10 @@ def _promote_views(root, done):
 
 
 def _copy_slices_rule(ctx, g, saved):
-    rule, imeta, iattrs, pos, keep = ctx.attrs
+    rule, imeta, iattrs, k = ctx.attrs
+    pos, keep = saved[k], saved[k + 1]
     gv = _gather(g, pos)
-    inner = rule(_Ctx(imeta, iattrs), gv, saved)
+    inner = rule(_Ctx(imeta, iattrs), gv, saved[:k])
     gb = None
     if ctx.meta[0] is not None:
         gb = g * keep
@@ -350,14 +360,15 @@ def _scatter(gv, shape, pos, repeats=False):
 
 
 def _as_strided_rule(ctx, g, saved):
-    shape, pos, repeats = ctx.attrs
-    return (_scatter(g, shape, pos, repeats),)
+    shape, repeats = ctx.attrs
+    return (_scatter(g, shape, saved[0], repeats),)
 
 
 def _view_node(v, base, pos):
     """Give the view ``v`` a fresh history: ``v = base.flat[pos]`` of ``base``'s current history."""
     n = Node("as_strided", _as_strided_rule, (edge(base),), ((base.data.shape, base.data.dtype),),
-             (v.data.shape, v.data.dtype), (base.data.shape, pos, _overlapping(v.data)))
+             (v.data.shape, v.data.dtype), (base.data.shape, _overlapping(v.data)))
+    n.save((pos,))
     n.view_ver = v._ver[0]
     v._node, v._oidx, v._rg = n, 0, True
     return n
@@ -493,6 +504,88 @@ def div_(t, other):
         saved = (_saved_value(other if isinstance(other, Tensor) else od, t),
                  t.clone() if other_rg else None)
     return _commit(t, mode, self_rg, op, _assign(r), _div_rule, others, saved, t0=t0)
+
+
+def _pow_rule(ctx, g, saved):
+    """x ** y's own rule, over the saved old x and y (a constant exponent has no meta)."""
+    return _ew_pow_rule(_Ctx(_metas(ctx), None), g, saved)
+
+
+def pow_(t, exponent):
+    """``t **= exponent`` in place (``exponent`` broadcasts to ``t``); returns ``t``.
+
+    Differentiable in both, with the rule of ``x ** y`` applied to ``t``'s old value.
+
+    >>> y = x * 1
+    >>> y.pow_(2)           # y is now x ** 2, its history says so
+    """
+    t0 = _clock()
+    op = "pow_"
+    _self(t, op)
+    od = _operand(exponent, op, t)
+    others = (exponent,) if isinstance(exponent, Tensor) else ()
+    mode, self_rg = _plan(t, op, others)
+    _prepare_storage(t, op)
+    try:
+        r = t.data ** od
+    except ValueError as e:  # NumPy: integers to negative integer powers
+        raise ValueError(f"{op}: {e} (tensor dtype {t.dtype}, exponent {_describe(od)})") from None
+    _check_result(t, r, op)
+    saved = ()
+    if mode is not None:  # the old x (a recorded clone taken before the write) and the exponent
+        saved = (t.clone(), _saved_value(exponent if isinstance(exponent, Tensor) else od, t))
+    return _commit(t, mode, self_rg, op, _assign(r), _pow_rule, others, saved, t0=t0)
+
+
+def _describe(v):
+    return f"of shape {tuple(v.shape)}" if hasattr(v, "shape") else repr(v)
+
+
+def _floordiv_rule(ctx, g, saved):
+    mx, _ = _metas(ctx)
+    return (None if mx is None else g * 0,)  # piecewise constant: zero wherever it exists
+
+
+def floor_divide_(t, other):
+    """``t //= other`` in place (NumPy's floor division); returns ``t``.
+
+    Not differentiable (as ``x // y``): a ``t`` in a recorded graph gets a zero gradient through
+    it, and ``other`` none.
+    """
+    t0 = _clock()
+    op = "floor_divide_"
+    _self(t, op)
+    od = _operand(other, op, t)
+    mode, self_rg = _plan(t, op, ())
+    _prepare_storage(t, op)
+    r = t.data // od
+    _check_result(t, r, op)
+    return _commit(t, mode, self_rg, op, _assign(r), _floordiv_rule, (), t0=t0)
+
+
+def _mod_rule(ctx, g, saved):
+    """x % y's own rule, over the saved old x and y (a constant divisor has no meta)."""
+    return _ew_mod_rule(_Ctx(_metas(ctx), None), g, saved)
+
+
+def remainder_(t, other):
+    """``t %= other`` in place (Python's and NumPy's sign convention); returns ``t``.
+
+    Differentiable in both: 1 for ``t``, ``-floor(t / other)`` for ``other``.
+    """
+    t0 = _clock()
+    op = "remainder_"
+    _self(t, op)
+    od = _operand(other, op, t)
+    others = (other,) if isinstance(other, Tensor) else ()
+    mode, self_rg = _plan(t, op, others)
+    _prepare_storage(t, op)
+    r = t.data % od
+    _check_result(t, r, op)
+    saved = (None, None)
+    if mode is not None and others and other._rg:  # other's gradient needs the old t and other
+        saved = (t.clone(), _saved_value(other, t))
+    return _commit(t, mode, self_rg, op, _assign(r), _mod_rule, others, saved, t0=t0)
 
 
 def _clamp_rule(ctx, g, saved):
@@ -631,7 +724,8 @@ def copy_(t, src):
 
 
 def _setitem_rule(ctx, g, saved):
-    idx, keep, won = ctx.attrs
+    idx = ctx.attrs
+    keep, won = saved[0], saved[-1]
     mt, mv = _metas(ctx)
     gt = None if mt is None else g * keep
     gv = None
@@ -659,7 +753,7 @@ def setitem(t, idx, value):
     >>> buf = mg.zeros(3)
     >>> buf[1] = x          # buf now has a history: gradients reach x
     """
-    from .shape import _convert_index, _fmt_index, _to_device_index
+    from .shape import _convert_index, _fmt_index, _index_saved, _to_device_index
 
     t0 = _clock()
     op = "setitem"
@@ -727,7 +821,10 @@ def setitem(t, idx, value):
         def write(dst):
             dst[cidx] = vfull.reshape(-1)[winner.reshape(-1)].reshape(sel_shape)
 
-    return _commit(t, mode, self_rg, op, write, _setitem_rule, others, attrs=(cidx, keep, won),
+    # saved: the mask of positions the write kept, the index Tensors (so that backward refuses one changed
+    # in place since), which write won per position (repeated advanced indices)
+    saved = (keep,) + (_index_saved(idx, cidx)[1:] if not basic else ()) + (won,)
+    return _commit(t, mode, self_rg, op, write, _setitem_rule, others, saved, attrs=cidx,
                    info={"index": _fmt_index(cidx)}, t0=t0)
 
 
@@ -760,3 +857,34 @@ def imul(t, other):
 def itruediv(t, other):
     """``t /= other``: in place (``div_``)."""
     return div_(t, other)
+
+
+def ipow(t, other):
+    """``t **= other``: in place (``pow_``)."""
+    return pow_(t, other)
+
+
+def ifloordiv(t, other):
+    """``t //= other``: in place (``floor_divide_``)."""
+    return floor_divide_(t, other)
+
+
+def imod(t, other):
+    """``t %= other``: in place (``remainder_``)."""
+    return remainder_(t, other)
+
+
+def _version(t) -> int:
+    """How many in-place writes the tensor's storage has had (PyTorch's ``t._version``): shared by
+    every view of the storage; a Node that saved the tensor remembers the number it had."""
+    return t._ver[0]
+
+
+# tensor.py binds the methods above it; these, added with them, are bound here
+Tensor.pow_ = pow_
+Tensor.floor_divide_ = floor_divide_
+Tensor.remainder_ = remainder_
+Tensor.__ipow__ = ipow
+Tensor.__ifloordiv__ = ifloordiv
+Tensor.__imod__ = imod
+Tensor._version = property(_version)

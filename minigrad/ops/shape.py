@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import backend as _be
 from ..errors import AxisError
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor
 from . import _core as C
 from ._core import record
 
@@ -271,6 +271,7 @@ def getitem(x, idx):
     """``x[idx]`` with basic (a view) and advanced (a copy) indexing."""
     x = _t(x, "getitem")
     xd = x.data
+    raw = idx
     idx, basic = _convert_index(idx)
     if not basic:
         idx = _to_device_index(idx, xd, "getitem")
@@ -280,8 +281,21 @@ def getitem(x, idx):
         out = C.timed("getitem", xd.__getitem__, idx)
     except IndexError as e:
         raise IndexError(f"getitem: {e} (tensor shape {xd.shape})") from None
-    return record("getitem", _getitem_rule, out, (x,), attrs=(xd.shape, idx, basic),
-                  view_of=x if basic else None, info={"index": _fmt_index(idx)})
+    return record("getitem", _getitem_rule, out, (x,), saved=() if basic or not x._rg else _index_saved(raw, idx),
+                  attrs=(xd.shape, idx, basic), view_of=x if basic else None, info={"index": _fmt_index(idx)})
+
+
+def _index_saved(raw, idx):
+    """What an advanced index keeps for backward, to save on the Node: ``(None, *arrays)``, each
+    index Tensor itself (so that backward refuses one changed in place since, instead of sending
+    the gradient to the wrong positions) or the array made from a list. ``None`` stands for the
+    indexed tensor, so an error names the index as input 1 of the op."""
+    raw = raw if isinstance(raw, tuple) else (raw,)
+    out = [None]
+    for r, i in zip(raw, idx, strict=False):
+        if hasattr(i, "shape") and not isinstance(i, (bool, np.bool_)):
+            out.append(r if isinstance(r, Tensor) else i)
+    return tuple(out) if len(out) > 1 else ()
 
 
 def _to_device_index(idx, xd, op="getitem", shape=None):
@@ -350,21 +364,36 @@ def _scatter_rule(ctx, g, saved):
     return (g[idx] if C.is_t(g) else g[idx],)
 
 
-def _scatter(g, shape, idx, basic):
+def _scatter(g, shape, idx, basic, saved=()):
     """Zeros of ``shape`` with ``g`` added at ``idx`` (repeats accumulate); the pair of getitem."""
     if not C.is_t(g):
         return _scatter_fwd(g, shape, idx, basic)
-    out = _scatter_fwd(g.data, shape, idx, basic)
-    return record("index_add", _scatter_rule, out, (g,), attrs=(shape, idx, basic))
+    out = C.timed("index_add", _scatter_fwd, g.data, shape, idx, basic)
+    return record("index_add", _scatter_rule, out, (g,), saved=saved, attrs=(shape, idx, basic),
+                  info={"index": _fmt_index(idx)})
 
 
 def index_add(shape, idx, values):
-    """A zeros tensor of ``shape`` with ``values`` added at ``idx``; repeated indices accumulate."""
+    """A zeros tensor of ``shape`` with ``values`` added at ``idx``; repeated indices accumulate.
+
+    >>> mg.index_add((3,), mg.tensor([0, 2, 0]), mg.tensor([1.0, 2.0, 3.0]))
+    tensor([4., 0., 2.])
+    """
     values = _t(values, "index_add")
+    raw = idx
+    shape = _shape_args((shape,) if not isinstance(shape, (tuple, list)) else (tuple(shape),), "index_add")
     idx, basic = _convert_index(idx)
     if not basic:
-        idx = _to_device_index(idx, values.data, "index_add", tuple(shape))
-    return _scatter(values, tuple(shape), idx, basic)
+        idx = _to_device_index(idx, values.data, "index_add", shape)
+    try:
+        return _scatter(values, shape, idx, basic, () if basic else _index_saved(raw, idx))
+    except IndexError as e:
+        raise IndexError(f"index_add: {e} (target shape {shape})") from None
+    except ValueError as e:
+        raise ValueError(
+            f"index_add: values of shape {tuple(values.shape)} do not fit the index {_fmt_index(idx)} of a "
+            f"target of shape {shape} ({e})"
+        ) from None
 
 
 # -- joining ----------------------------------------------------------------------------
@@ -373,7 +402,7 @@ def index_add(shape, idx, values):
 def _concat_rule(ctx, g, saved):
     axis, bounds = ctx.attrs
     pre = (slice(None),) * axis
-    return tuple(g[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:]))
+    return tuple(g[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
 
 
 def concatenate(tensors, axis=0, *, dim=None):
@@ -388,7 +417,7 @@ def concatenate(tensors, axis=0, *, dim=None):
         raise ValueError("concatenate: zero-dimensional tensors cannot be concatenated (use stack)")
     a = _axis(axis, nd, "concatenate")
     for t in ts[1:]:
-        if t.ndim != nd or any(s != u for i, (s, u) in enumerate(zip(t.shape, ts[0].shape)) if i != a):
+        if t.ndim != nd or any(s != u for i, (s, u) in enumerate(zip(t.shape, ts[0].shape, strict=True)) if i != a):
             raise ValueError(
                 f"concatenate: shapes {[tuple(t.shape) for t in ts]} differ outside axis {a}"
             )
