@@ -20,6 +20,10 @@ What the picture shows:
 * big graphs (more than ``max_nodes`` ops) are summarised: linear chains of ops
   become one box listing their ops, and only the ``max_nodes`` drawn units
   nearest the output are kept, with a note saying how many were left out.
+* a tensor that feeds more than ``FANOUT`` (8) drawn ops (an RNN's weight, used
+  at every step) is drawn once, at its first use, and as a small dashed copy
+  (``↪ W (8, 8)``) beside each further use: long edges across the picture are
+  what makes ``dot`` take minutes on a graph of a few hundred ops.
 
 Nothing here is cached: the graph is read once and only text is kept.
 """
@@ -59,6 +63,8 @@ _BROADCAST = {"broadcast_to", "expand", "expand_as", "broadcast", "repeat", "til
 _ELEMENTWISE = {
     "add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "mod", "floordiv", "atan2", "hypot",
 }
+# in-place ops (a tensor rebased on the write): the other operand broadcasts to the tensor's shape
+_INPLACE = {"add_", "sub_", "mul_", "div_", "pow_", "remainder_", "copy_", "fill_"}
 
 _OP_STYLE = 'shape=box style="rounded,filled" fillcolor="#eeeeee" color="#888888"'
 _REDUCE_STYLE = 'shape=box style="rounded,filled" fillcolor="#fce5cd" color="#e69138"'
@@ -70,6 +76,11 @@ _RUN_STYLE = 'shape=box style="filled,dashed" fillcolor="#f3f3f3" color="#666666
 _MOD_STYLE = 'shape=box3d style=filled fillcolor="#ead1dc" color="#a64d79"'
 _NOTE_STYLE = 'shape=note style=filled fillcolor="#ffffff" color="#999999" fontcolor="#666666"'
 _BCAST_EDGE = 'color="#3d85c6" fontcolor="#3d85c6" penwidth=2'
+_REF_STYLE = 'shape=ellipse style="dashed,filled" fillcolor="#ffffff" color="#999999" fontcolor="#555555" fontsize=8'
+_LEAF_REF_STYLE = 'shape=ellipse style="dashed,filled" fillcolor="#f4f9f1" color="#6aa84f" fontcolor="#38761d" fontsize=8'
+# a node feeding more than this many drawn ops gets a small copy (↪) beside each further use: one node
+# with edges to ops far apart in the picture makes `dot` route long edges (minutes for a few hundred)
+FANOUT = 8
 
 
 def _base(op: str) -> str:
@@ -126,7 +137,7 @@ def _edge_mark(node, i) -> str | None:
         return None
     shape, out = tuple(m[0]), tuple(node.out_meta[0])
     b = _base(node.op)
-    if b in _ELEMENTWISE and shape != out:
+    if (b in _ELEMENTWISE or (b in _INPLACE and i > 0)) and shape != out:
         return f"broadcast {_shp(shape)} → {_shp(out)}\nΣ grad summed back"
     if b == "linear" and i == 2 and shape != out:  # the bias of x @ W.T + b
         return f"broadcast {_shp(shape)} → {_shp(out)}\nΣ grad summed back"
@@ -435,17 +446,21 @@ def _build(t, rankdir="TB", show_tensors=True, collapse_modules=False, max_nodes
         if u[0] == "m":
             mod_members.setdefault(u, []).append(i)
     root_pos = {p: k for _, p, k in g.roots if p is not None}
+    short = {}                      # node id -> a one-line reminder of it (for the ↪ copies)
     for u in order:
         if u not in kept:
             continue
         if u[0] == "o":
             n = nodes[u[1]]
+            short[uid(u)] = n.op
             emit(f"\t{uid(u)} [label={_q(_op_label(n))} tooltip={_q(_op_tip(n))} {_op_style(n)}]\n",
                  cluster_of.get(u[1]))
         elif u[0] == "r":
             members = run_members[u]
+            short[uid(u)] = f"chain of {len(members)} ops"
             emit(f"\t{uid(u)} [label={_q(_run_label(nodes, members))} {_RUN_STYLE}]\n")
         else:
+            short[uid(u)] = mods[u[1]]
             emit(f"\t{uid(u)} [label={_q(_mod_label(u[1], mods, kinds, g, names, mod_members[u]))} {_MOD_STYLE}]\n")
 
     # -- leaves: drawn unless absorbed into a collapsed module box
@@ -478,6 +493,7 @@ def _build(t, rankdir="TB", show_tensors=True, collapse_modules=False, max_nodes
         cl = None
         if name and not collapse_modules and _module_of(name) in mods:
             cl = mods.index(_module_of(name))
+        short[f"leaf{j}"] = f"{name} {_shp(leaf.shape)}" if name else _tensor_desc(leaf).split("\n")[0]
         emit(f"\tleaf{j} [label={_q(chr(10).join(lines))} {style}]\n", cl)
 
     # -- tensor nodes for op outputs, and edges
@@ -503,6 +519,7 @@ def _build(t, rankdir="TB", show_tensors=True, collapse_modules=False, max_nodes
         if gl:
             lines.append(gl)
         style = _OUT_STYLE if is_root else _TENSOR_STYLE
+        short[tid] = f"{_shp(meta[0])} {_dtype(meta[1])} from {n.op}"
         emit(f"\t{tid} [label={_q(chr(10).join(lines))} {style}]\n", cluster_of.get(p))
         add_edge(uid(unit[p]), tid, None)
         return tid
@@ -544,6 +561,7 @@ def _build(t, rankdir="TB", show_tensors=True, collapse_modules=False, max_nodes
             meta = nodes[p].out_meta if k == 0 else (getattr(r, "shape", ()), getattr(r, "dtype", None))
             tensor_node(p, k, meta)
     if dropped_ops:
+        short[more] = "earlier ops"
         body.append(f"\t{more} [label={_q(f'… {dropped_ops} earlier ops not drawn (max_nodes={max_nodes})')} "
                     f"{_NOTE_STYLE}]\n")
     for m, lines in cluster_lines.items():
@@ -554,10 +572,23 @@ def _build(t, rankdir="TB", show_tensors=True, collapse_modules=False, max_nodes
         body.append(f"\t\tlabel={_q(label)} style=\"rounded,dashed\" color=\"#a64d79\" fontcolor=\"#a64d79\"\n")
         body.extend("\t" + ln for ln in lines)
         body.append("\t}\n")
+    fan = Counter(a for a, _ in edges)
+    seen_src = set()
+    n_refs = 0
     for (a, b), (count, attrs) in edges.items():
         if count > 1:  # one tensor used several times by one op (x * x), or by a collapsed chain
             extra = f"taillabel={_q('×' + str(count))}"
             attrs = f"{attrs} {extra}" if attrs else extra
+        if fan[a] > FANOUT and a in seen_src:
+            # a further use of a widely shared node: drawn from a small copy beside the op
+            n_refs += 1
+            ref = f"ref{n_refs}"
+            style = _LEAF_REF_STYLE if a.startswith("leaf") else _REF_STYLE
+            body.append(f"\t{ref} [label={_q('↪ ' + short.get(a, a))} "
+                        f"tooltip={_q(f'the same node as {a}: it feeds {fan[a]} ops')} {style}]\n")
+            a = ref
+        else:
+            seen_src.add(a)
         body.append(f"\t{a} -> {b}" + (f" [{attrs}]" if attrs else "") + "\n")
 
     gattr = {"rankdir": rankdir, "nodesep": "0.25", "ranksep": "0.35", "fontname": "Helvetica"}
@@ -571,6 +602,8 @@ def _build(t, rankdir="TB", show_tensors=True, collapse_modules=False, max_nodes
         if dropped_ops:
             s += f"; the {dropped_ops} earliest ops not drawn"
         notes.append(s + f" (max_nodes={max_nodes})")
+    if n_refs:
+        notes.append(f"↪ a node that feeds more than {FANOUT} ops is drawn again beside each further use")
     if notes:
         gattr.update(label="\n".join(notes), labelloc="t", fontsize="12")
     nattr = {"fontname": "Helvetica", "fontsize": "10"}

@@ -1,5 +1,6 @@
 """The visualize/ scripts run and write their pictures (rendering skipped where `dot` is missing)."""
 import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -90,3 +91,51 @@ def test_scripts_run_from_the_command_line(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "mlp_graph: loss" in r.stdout
     assert (VIS / "out" / "mlp_after.dot").exists()
+
+
+def test_without_dot_the_gallery_still_runs_and_writes_dot_text(tmp_path, monkeypatch):
+    """Rendering is skipped, and only that, where Graphviz's `dot` is missing."""
+    monkeypatch.setenv("PATH", str(tmp_path / "no-dot-here"))
+    assert shutil.which("dot") is None
+    gallery = load("gallery")
+    done = gallery.main(outdir=tmp_path)
+    names = {p.name for paths in done.values() for p in paths}
+    assert {"mlp_before.dot", "mlp_after.dot", "mlp_modules.dot", "mlp_tape.txt", "mlp_profile.txt"} <= names
+    assert not any(n.endswith(".svg") for n in names)
+    assert "training_curve.csv" in names and any(n.startswith("strided_walk_") for n in names)
+
+
+def test_readme_pictures_are_committed_and_valid():
+    """visualize/img/ holds the copies the README shows and links (gallery.py --readme-pictures)."""
+    gallery = load("gallery")
+    assert gallery.README_PICTURE == VIS / "img" / "mlp_graph.svg"
+    for dest in gallery.README_PICTURES.values():
+        p = VIS / "img" / dest
+        assert p.exists(), f"{p} missing: run python3 visualize/gallery.py --readme-pictures"
+        if p.suffix == ".svg":
+            assert ET.parse(p).getroot().tag.endswith("svg"), p
+        else:
+            assert p.read_bytes()[:4] == b"\x89PNG", p
+    assert "linear" in (VIS / "img" / "mlp_graph.svg").read_text(encoding="utf-8")
+
+
+def test_readme_links_to_visualize_resolve():
+    readme = (VIS.parent / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\((visualize/[^)\s#]+)", readme)
+    images = re.findall(r"!\[[^\]]*\]\((visualize/[^)\s]+\.(?:svg|png))\)", readme)
+    assert images, "the README shows no picture from visualize/"
+    for link in links:
+        assert (VIS.parent / link).exists(), f"README links {link}, which is not in the repository"
+        assert not link.startswith("visualize/out/"), f"README links {link}: visualize/out/ is git-ignored"
+
+
+def test_refresh_readme_pictures(tmp_path):
+    gallery = load("gallery")
+    out, img = tmp_path / "out", tmp_path / "img"
+    out.mkdir()
+    with pytest.raises(RuntimeError, match="not refreshed"):
+        gallery.refresh_readme_pictures(out, img)
+    for name in gallery.README_PICTURES:
+        (out / name).write_bytes(b"x")
+    copied = gallery.refresh_readme_pictures(out, img)
+    assert sorted(p.name for p in copied) == sorted(gallery.README_PICTURES.values())

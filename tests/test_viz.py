@@ -323,3 +323,68 @@ def test_tape_table():
     assert lines[-1].startswith("6 ops,") and "saved for backward" in lines[-1]
     loss.backward()
     assert str(mg.autograd.tape(loss)).count("freed") == 6
+
+
+# -- widely shared tensors, writes in place --------------------------------------------------------------
+
+def rnn_loss(steps=300):
+    """An unrolled RNN: two weights feed every step (hundreds of ops each)."""
+    rng = np.random.default_rng(0)
+    W = mg.tensor(rng.standard_normal((8, 8)) * 0.3, requires_grad=True)
+    U = mg.tensor(rng.standard_normal((4, 8)) * 0.3, requires_grad=True)
+    h = mg.zeros(2, 8, dtype=mg.float64)
+    for _ in range(steps):
+        h = (h @ W + mg.tensor(rng.standard_normal((2, 4))) @ U).tanh()
+    return h.sum(), W, U
+
+
+def test_a_widely_shared_leaf_is_drawn_again_beside_each_use():
+    loss, W, U = rnn_loss()
+    src = mg.viz.dot_source(loss, params={"W": W, "U": U})
+    (j,) = re.findall(r'^\s*leaf(\d+) \[label="W\\n\(8, 8\)', src, re.M)   # the leaf itself: drawn once
+    assert len(re.findall(rf"^\s*leaf{j} -> ", src, re.M)) == 1            # with one edge, to its first use
+    refs = re.findall(r'^\s*(ref\d+) \[label="↪ W \(8, 8\)"', src, re.M)
+    assert len(refs) > 100                                                 # each further use: a small copy
+    assert all(re.search(rf"^\s*{r} -> op\d+", src, re.M) for r in refs[:5])
+    assert "drawn again beside each further use" in src
+    assert "↪" not in mg.viz.dot_source(mlp_loss()[0])                     # small fan-outs: one node, edges
+
+
+@needs_dot
+def test_a_big_graph_with_shared_weights_renders_in_seconds():
+    import subprocess
+
+    loss, W, U = rnn_loss()
+    src = mg.viz.dot_source(loss, params={"W": W, "U": U})  # 1201 ops: a summary of the last 500
+    t0 = time.perf_counter()
+    r = subprocess.run(["dot", "-Tsvg"], input=src.encode(), capture_output=True, timeout=120)
+    assert r.returncode == 0 and b"<svg" in r.stdout
+    assert time.perf_counter() - t0 < 60  # one W node with 250 long edges took dot minutes
+
+
+def test_in_place_ops_show_where_their_operand_was_broadcast():
+    x, b = leaf(3, 4), leaf(4, seed=1)
+    h = x * 1
+    h += b                  # add_: b broadcast over the rows, its gradient summed back
+    h[0] += b               # through a view: b fits the row, nothing to mark
+    h.pow_(2)
+    src = mg.viz.dot_source(h.sum())
+    marks = [ln for ln in src.splitlines() if "Σ grad summed back" in ln]
+    assert len(marks) == 1 and "broadcast (4,) → (3, 4)" in marks[0]
+    for op in ("add_", "copy_slices\\nop=add_", "setitem", "pow_"):
+        assert f'label="{op}' in src
+
+
+def test_without_the_graphviz_package(tmp_path, monkeypatch):
+    """The graphviz Python package is optional: graph() says how to get it; the DOT text and save() need
+    only the `dot` program (save) or nothing at all (dot_source, .dot files)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # `import graphviz` now raises ImportError
+    loss, *_ = mlp_loss()
+    with pytest.raises(ImportError, match=r"pip install graphviz.*dot_source"):
+        mg.viz.graph(loss)
+    assert "matmul" in mg.viz.dot_source(loss)
+    assert mg.viz.save(loss, tmp_path / "g.dot").exists()
+    if HAS_DOT:
+        assert ET.parse(mg.viz.save(loss, tmp_path / "g.svg")).getroot().tag.endswith("svg")

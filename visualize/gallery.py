@@ -1,7 +1,7 @@
 """Run every visualize/ script and index the pictures: visualize/out/index.html.
 
-    python visualize/gallery.py                   # all of them, into visualize/out/
-    python visualize/gallery.py --readme-picture  # also refresh visualize/img/mlp_graph.svg (the README's)
+    python visualize/gallery.py                    # all of them, into visualize/out/
+    python visualize/gallery.py --readme-pictures  # also refresh the README's copies in visualize/img/
 
 Each script is a module with ``main(outdir=None)`` returning the paths it wrote
 (a script whose ``main`` parses command-line arguments gets those of ``ARGV``);
@@ -22,7 +22,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import HERE, outdir_of  # noqa: E402
 
-README_PICTURE = HERE / "img" / "mlp_graph.svg"
+IMG = HERE / "img"  # committed copies of a few pictures, which the README shows and links
+# picture in the output folder -> its committed copy in visualize/img/
+README_PICTURES = {
+    "mlp_after.svg": "mlp_graph.svg",          # shown in the README: an MLP's loss after backward
+    "mlp_before.svg": "mlp_before.svg",
+    "mlp_modules.svg": "mlp_modules.svg",
+    "sparse_sum.svg": "sparse_sum.svg",
+    "einsum.svg": "einsum.svg",
+    "strided_walk_2x3x2x4_dim1.png": "strided_walk.png",
+    "training_curve.png": "training_curve.png",
+}
+README_PICTURE = IMG / README_PICTURES["mlp_after.svg"]
 
 
 def scripts() -> list[Path]:
@@ -75,15 +86,25 @@ def main(outdir=None, readme_picture: bool = False) -> dict[str, list[Path]]:
     index = write_index(out, done, failed)
     print(f"gallery: index at {index}")
     if readme_picture:
-        src = out / "mlp_after.svg"
-        if not src.exists():
-            raise RuntimeError("gallery: no mlp_after.svg to copy (is Graphviz's dot installed?)")
-        README_PICTURE.parent.mkdir(exist_ok=True)
-        shutil.copyfile(src, README_PICTURE)
-        print(f"gallery: refreshed {README_PICTURE}")
+        refresh_readme_pictures(out)
     if failed:
         raise RuntimeError("gallery: scripts failed: " + "; ".join(f"{k}: {v}" for k, v in failed.items()))
     return done
+
+
+def refresh_readme_pictures(out: Path, img: Path = IMG) -> list[Path]:
+    """Copy the pictures the README shows from ``out`` into ``img`` (visualize/img/, committed)."""
+    missing = [name for name in README_PICTURES if not (out / name).exists()]
+    if missing:
+        raise RuntimeError(f"gallery: {', '.join(missing)} not in {out} (are Graphviz's dot and matplotlib "
+                           "installed?); the README's pictures were not refreshed")
+    img.mkdir(parents=True, exist_ok=True)
+    copied = []
+    for name, dest in README_PICTURES.items():
+        shutil.copyfile(out / name, img / dest)
+        copied.append(img / dest)
+    print(f"gallery: refreshed {len(copied)} pictures in {img}")
+    return copied
 
 
 def write_index(out: Path, done: dict, failed: dict) -> Path:
@@ -106,4 +127,4 @@ def write_index(out: Path, done: dict, failed: dict) -> Path:
 
 
 if __name__ == "__main__":
-    main(readme_picture="--readme-picture" in sys.argv[1:])
+    main(readme_picture=bool({"--readme-pictures", "--readme-picture"} & set(sys.argv[1:])))

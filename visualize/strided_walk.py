@@ -136,8 +136,13 @@ def picture(shape, dim, strides=None, offset=0, outdir=None, max_cells=48) -> Pa
     for c, win in enumerate(w):
         for a, b in zip(win[:-1], win[1:], strict=True):
             ax.annotate("", xy=(b - lo, c), xytext=(a - lo, c), arrowprops=dict(arrowstyle="->", lw=0.8))
+    _label_moves(ax, w, lo, shape, dim, strides)
     ax.set_xlabel("buffer index")
     ax.set_ylabel("output cell")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     what = (f"strides {tuple(strides)}, offset {offset}" if strides is not None
             else " ".join(f"{k}={v}" for k, v in mg.strided.sum_plan(shape, dim)._asdict().items()))
     ax.set_title(f"sum over dim {dim} of {tuple(shape)}: {what}", fontsize=9)
@@ -147,6 +152,32 @@ def picture(shape, dim, strides=None, offset=0, outdir=None, max_cells=48) -> Pa
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def _label_moves(ax, w, lo, shape, dim, strides):
+    """Name the three moves on the picture: the first +stride jump, the first +step from one window
+    to the next, the first +shift from one block of windows to the next (red, dashed)."""
+    if strides is None:
+        p = mg.strided.sum_plan(shape, dim)
+        stride, (step, nstep), (shift, nshift) = p.stride, (p.step, p.nstep), (p.shift, p.nshift)
+    else:
+        outer, (_, stride) = mg.strided.loops(shape, dim, strides)
+        outer = [(1, 0)] * (2 - len(outer)) + outer[-2:]
+        (nshift, shift), (nstep, step) = outer
+    starts = w[:, 0]
+    if w.shape[1] > 1:
+        ax.annotate(f"+stride {stride}", xy=((w[0, 0] + w[0, 1]) / 2 - lo, 0), xytext=(0, 9),
+                    textcoords="offset points", ha="center", fontsize=8)
+    moves = []
+    if nstep > 1 and len(starts) > 1:
+        moves.append((0, 1, f"+step {step}"))
+    if nshift > 1 and len(starts) > nstep:
+        moves.append((0, nstep, f"+shift {shift}"))
+    for a, b, text in moves:
+        ax.annotate("", xy=(starts[b] - lo, b), xytext=(starts[a] - lo, a),
+                    arrowprops=dict(arrowstyle="->", lw=1.2, color="#cc0000", linestyle="--"))
+        ax.annotate(text, xy=(starts[b] - lo, b), xytext=(6, -2), textcoords="offset points",
+                    color="#cc0000", fontsize=8, va="top")
 
 
 def main(argv=None) -> int:
