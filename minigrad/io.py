@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
+import zipfile
 
 import numpy as np
 
@@ -35,9 +36,9 @@ class UnsafeFileError(MinigradError, ValueError):
 
 def _host(a, where):
     a = _be.to_numpy(a)
-    if a.dtype == object:
+    if a.dtype.hasobject:
         raise TypeError(
-            f"save: {where} is an array of Python objects (dtype object); only numeric, bool and "
+            f"save: {where} is an array of Python objects (dtype {a.dtype}); only numeric, bool and "
             "string arrays can be saved (minigrad never pickles)"
         )
     return a
@@ -132,9 +133,19 @@ def save(obj, path) -> None:
         if not p.endswith(".npz"):
             p += ".npz"
         with open(p, "wb") as f:
-            np.savez(f, **arrays)
+            _write_npz(f, arrays)
     else:  # a file object
-        np.savez(path, **arrays)
+        _write_npz(path, arrays)
+
+
+def _write_npz(f, arrays):
+    """What ``np.savez`` writes (one ``NAME.npy`` per array in a zip), with pickling switched off
+    and any key allowed (``np.savez(f, **arrays)`` would take a key "file" or "allow_pickle"
+    for its own arguments)."""
+    with zipfile.ZipFile(f, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, a in arrays.items():
+            with zf.open(name + ".npy", mode="w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asanyarray(a), allow_pickle=False)
 
 
 def load(path, device=None):
@@ -178,9 +189,12 @@ def load(path, device=None):
         tree = info["tree"]
         if info.get("format") != _FORMAT:
             raise ValueError("not a minigrad file")
-    except (ValueError, KeyError, TypeError) as e:
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
         raise ValueError(f"load: {path!s} has an unreadable {_META!r} entry ({e})") from None
-    return _build(tree, arrays, device, path)
+    try:
+        return _build(tree, arrays, device, path)
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"load: {path!s} has a malformed {_META!r} index ({type(e).__name__}: {e})") from None
 
 
 def _build(tree, arrays, device, path):
@@ -202,7 +216,7 @@ def _build(tree, arrays, device, path):
             v = float(node["v"])
         elif t == "dict":
             v = {}
-            for k, sub in node["items"]:
+            for k, _ in node["items"]:
                 v[k] = None
             for k, sub in node["items"]:
                 stack.append((sub, v, k))

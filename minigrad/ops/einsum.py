@@ -120,7 +120,7 @@ def _resolve(grammar, pattern, shapes):
         raise _err(f"wrong number of operands: the pattern has {len(terms)} input term(s) but "
                    f"{n} operand(s) were given", pattern, shapes)
     n_ell = []
-    for k, (t, shp) in enumerate(zip(terms, shapes)):
+    for k, (t, shp) in enumerate(zip(terms, shapes, strict=True)):
         named = sum(tok != _ELL for tok in t)
         if _ELL in t:
             if len(shp) < named:
@@ -146,7 +146,7 @@ def _resolve(grammar, pattern, shapes):
     ell_ids = [label(f"...{i}") for i in range(nell)]  # the broadcast dims, right-aligned
     in_labels = []
     count = {}
-    for t, m in zip(terms, n_ell):
+    for t, m in zip(terms, n_ell, strict=True):
         labs = []
         for tok in t:
             if tok == _ELL:
@@ -161,9 +161,9 @@ def _resolve(grammar, pattern, shapes):
                    f"make {len(names)} labels", pattern, shapes)
 
     size = {}
-    for k, (labs, shp) in enumerate(zip(in_labels, shapes)):
+    for k, (labs, shp) in enumerate(zip(in_labels, shapes, strict=True)):
         own = {}
-        for lab, s in zip(labs, shp):
+        for lab, s in zip(labs, shp, strict=True):
             if own.setdefault(lab, s) != s:
                 raise _err(f"inconsistent sizes: the repeated label {_name(names[lab])!r} has sizes "
                            f"{own[lab]} and {s} within operand {k}", pattern, shapes)
@@ -214,13 +214,14 @@ def _pattern_of(la, lb, lout):
             f"{f(_LETTERS[i] for i in lout)}")
 
 
-def _path(labels, size, out, optimize):
+def _path(labels, size, out, optimize, pattern, shapes):
     """Contraction order for 3+ operands: a list of tuples of positions (einsum_path's format)."""
     n = len(labels)
     if optimize is False:
         return [(0, 1)] * (n - 1)
     if isinstance(optimize, (list, tuple)) and not isinstance(optimize, str):
         path = [tuple(p) for p in optimize if p != "einsum_path"]
+        _check_path(path, n, pattern, shapes)
         return path
     subs = ",".join("".join(_LETTERS[i] for i in labs) for labs in labels) + "->" + "".join(
         _LETTERS[i] for i in out)
@@ -234,6 +235,18 @@ def _path(labels, size, out, optimize):
     dummies = [np.broadcast_to(np.zeros((), np.float64), s) for s in shapes]
     path = np.einsum_path(subs, *dummies, optimize=(kind, 1 << 62))[0]
     return [tuple(p) for p in path[1:]]
+
+
+def _check_path(path, n, pattern, shapes):
+    """An explicit path must name existing positions, once per step, and end with one operand."""
+    left = n
+    for step in path:
+        if not step or len(set(step)) != len(step) or any(not 0 <= i < left for i in step):
+            raise _err(f"bad contraction path {path}: the step {step} must name distinct positions in "
+                       f"[0, {left - 1}] (operands left at that step: {left})", pattern, shapes)
+        left -= len(step) - 1
+    if left != 1:
+        raise _err(f"bad contraction path {path}: it leaves {left} operands, expected 1", pattern, shapes)
 
 
 _OPT_EINSUM = None   # the opt_einsum module once looked up, or False when missing
@@ -261,10 +274,10 @@ def _plan(grammar, pattern, shapes, optimize, use_oe):
     n = len(shapes)
     labels = []
     pre = []
-    for labs, shp in zip(in_labels, shapes):
+    for labs, shp in zip(in_labels, shapes, strict=True):
         steps = []
         # 1. size-1 dims broadcasting against a bigger size elsewhere: drop them
-        keep = [i for i, (lab, s) in enumerate(zip(labs, shp)) if not (s == 1 and size[lab] != 1)]
+        keep = [i for i, (lab, s) in enumerate(zip(labs, shp, strict=True)) if not (s == 1 and size[lab] != 1)]
         if len(keep) != len(labs):
             labs = tuple(labs[i] for i in keep)
             steps.append(("reshape", tuple(shp[i] for i in keep)))
@@ -290,7 +303,7 @@ def _plan(grammar, pattern, shapes, optimize, use_oe):
     # 4. pairwise contractions
     pairs = []
     if n >= 2:
-        path = [(0, 1)] if n == 2 else _path(labels, size, out, optimize)
+        path = [(0, 1)] if n == 2 else _path(labels, size, out, optimize, pattern, shapes)
         work = list(range(n))          # slots in the order einsum_path numbers them
         slot_labels = dict(enumerate(labels))
         nxt = n
@@ -310,8 +323,8 @@ def _plan(grammar, pattern, shapes, optimize, use_oe):
                 cur = nxt
                 nxt += 1
             work.append(cur)
-        if len(work) != 1:
-            raise ValueError(f"einsum: the contraction path {path} leaves {len(work)} operands, expected 1")
+        if len(work) != 1:  # explicit paths are checked first; this would be a path-finder's bug
+            raise _err(f"the contraction path {path} leaves {len(work)} operands, expected 1", pattern, shapes)
         final = slot_labels[work[0]]
     else:
         final = labels[0]
@@ -358,8 +371,8 @@ def _pair_arrays(a, la, b, lb, lout):
         a, la, b, lb, fa, fb = b, lb, a, la, fb, fa  # swap: (AB)^T = B^T A^T, computed directly
         grouped = tuple(lout)
     con = [lab for lab in la if lab in sb and lab not in so]
-    da = dict(zip(la, a.shape))
-    db = dict(zip(lb, b.shape))
+    da = dict(zip(la, a.shape, strict=True))
+    db = dict(zip(lb, b.shape, strict=True))
     bshape = tuple(da[lab] for lab in batch)
     ashape = tuple(da[lab] for lab in fa)
     bfshape = tuple(db[lab] for lab in fb)
@@ -437,7 +450,7 @@ def _diag_index(shape, lx, lu):
     idx = np.zeros((), np.int64)
     for u in lu:
         n = shape[lx.index(u)]
-        step = sum(st for st, lab in zip(cstr, lx) if lab == u)
+        step = sum(st for st, lab in zip(cstr, lx, strict=True) if lab == u)
         idx = idx[..., None] + np.arange(n, dtype=np.int64) * step
     return idx.reshape(-1)
 
@@ -487,15 +500,23 @@ def _undiag(g, lu, lx, shape):
 # the public function
 # ---------------------------------------------------------------------------
 
-def _operand(x):
+_OPTIMIZE = ("auto", "greedy", "optimal")
+
+
+def _operand(x, k):
     if isinstance(x, Tensor):
         return x
     if hasattr(x, "_sparse_values_for_grad"):
-        raise TypeError("einsum: sparse tensors are not supported; convert with .to_dense() first")
+        raise TypeError(f"einsum: operand {k} is a sparse tensor, which einsum does not support; "
+                        "convert it with .to_dense() first")
     if isinstance(x, str):
         raise TypeError("einsum: got more than one pattern string; pass the pattern first (NumPy "
                         "grammar) or last (einops grammar), and tensors everywhere else")
-    return Tensor(x)
+    try:
+        return Tensor(x)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"einsum: operand {k} ({type(x).__name__}) is not a tensor, an array or a "
+                        f"number ({e})") from None
 
 
 def einsum(*args, optimize="auto") -> Tensor:
@@ -515,7 +536,8 @@ def einsum(*args, optimize="auto") -> Tensor:
 
     Args:
         *args: the pattern and the operands (Tensors, arrays or numbers), in
-            either order above.
+            either order above; the operands may also come as one list of
+            Tensors (``einsum("ij,jk", [a, b])``, as ``torch.einsum`` allows).
         optimize: contraction order for three or more operands: ``"auto"``
             (opt_einsum's choice when installed, else ``np.einsum_path``'s),
             ``"greedy"``, ``"optimal"``, ``False`` (left to right), or an explicit
@@ -544,10 +566,20 @@ def einsum(*args, optimize="auto") -> Tensor:
     else:
         raise TypeError("einsum: expected a pattern string, first (NumPy grammar: einsum('ij,jk->ik', a, b)) "
                         "or last (einops grammar: einsum(a, b, 'i j, j k -> i k'))")
-    ops = [_operand(x) for x in ops]
+    if len(ops) == 1 and isinstance(ops[0], (list, tuple)) and ops[0] and all(
+            isinstance(x, Tensor) for x in ops[0]):
+        ops = tuple(ops[0])  # torch.einsum's other form: the operands as one list
+    ops = [_operand(x, k) for k, x in enumerate(ops)]
     shapes = tuple(tuple(int(s) for s in x.shape) for x in ops)
     if isinstance(optimize, (list, tuple)):  # an explicit path, hashable for the plan cache
-        optimize = tuple(p if isinstance(p, str) else tuple(int(i) for i in p) for p in optimize)
+        try:
+            optimize = tuple(p if isinstance(p, str) else tuple(int(i) for i in p) for p in optimize)
+        except (TypeError, ValueError):
+            raise TypeError(f"einsum: an explicit path is a list of tuples of operand positions, as "
+                            f"np.einsum_path returns it; got {optimize!r}") from None
+    elif isinstance(optimize, str) and optimize not in _OPTIMIZE:
+        raise ValueError(f"einsum: optimize must be one of {', '.join(map(repr, _OPTIMIZE))}, a bool or "
+                         f"an explicit path; got {optimize!r}")
     elif not isinstance(optimize, (bool, str)) and optimize is not None:
         raise TypeError(f"einsum: optimize must be 'auto', 'greedy', 'optimal', a bool or a path, got {optimize!r}")
     pre, pairs, perm = _plan(grammar, pattern, shapes, optimize, bool(_opt_einsum()))
@@ -556,7 +588,7 @@ def einsum(*args, optimize="auto") -> Tensor:
     from .shape import reshape as _reshape
 
     slots = {}
-    for k, (x, steps) in enumerate(zip(ops, pre)):
+    for k, (x, steps) in enumerate(zip(ops, pre, strict=True)):
         for step in steps:
             if step[0] == "reshape":
                 x = _reshape(x, step[1])
