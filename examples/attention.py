@@ -14,6 +14,7 @@ learned attention pattern (an anti-diagonal when reversing) to examples/out/atte
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import time
@@ -29,6 +30,19 @@ import minigrad as mg  # noqa: E402
 nn = mg.nn
 F = mg.nn.functional
 OUT = Path(__file__).resolve().parent / "out"
+
+
+def blas_threads(n: int | None):
+    """Cap BLAS at ``n`` threads (threadpoolctl, when installed; None: leave it). The matrices here
+    are tiny: extra threads only add synchronisation, and on a busy machine they wait for a core
+    (two cores, one busy: 600 steps take about 1.5 s with one thread, 15 s with OpenBLAS's two)."""
+    if n is None:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas")
 
 
 class SelfAttention(nn.Module):
@@ -122,8 +136,9 @@ def plot_attention(model, x, path: Path, title: str) -> Path | None:
 
 def main(steps: int = 600, task: str = "reverse", length: int = 8, vocab: int = 10, batch_size: int = 64,
          lr: float = 1e-2, seed: int = 0, out_dir: Path | str | None = None, plot: bool = True,
-         log_every: int = 100) -> dict:
-    """Train and evaluate; returns {"token_accuracy", "sequence_accuracy", "losses", "figure"}."""
+         log_every: int = 100, threads: int | None = 1) -> dict:
+    """Train and evaluate; returns {"token_accuracy", "sequence_accuracy", "losses", "figure"}.
+    ``threads``: BLAS threads while training (see ``blas_threads``)."""
     out_dir = OUT if out_dir is None else Path(out_dir)
     rng = np.random.default_rng(seed)
     mg.manual_seed(seed)
@@ -136,17 +151,18 @@ def main(steps: int = 600, task: str = "reverse", length: int = 8, vocab: int = 
     sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=lr / 20)
     losses = []
     t0 = time.perf_counter()
-    for step in range(1, steps + 1):
-        x, y = batch(rng, batch_size, length, vocab, task)
-        opt.zero_grad()
-        logits = model(x)
-        loss = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if step % log_every == 0 or step == steps:
-            print(f"step {step:5d}  loss {np.mean(losses[-log_every:]):.4f}")
+    with blas_threads(threads):
+        for step in range(1, steps + 1):
+            x, y = batch(rng, batch_size, length, vocab, task)
+            opt.zero_grad()
+            logits = model(x)
+            loss = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
+            loss.backward()
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            if step % log_every == 0 or step == steps:
+                print(f"step {step:5d}  loss {np.mean(losses[-log_every:]):.4f}")
     dt = time.perf_counter() - t0
     tok_acc, seq_acc = evaluate(model, np.random.default_rng(seed + 1), length, vocab, task)
     x0 = batch(np.random.default_rng(seed + 2), 1, length, vocab, task)[0][0]
@@ -167,5 +183,6 @@ if __name__ == "__main__":
     ap.add_argument("--vocab", type=int, default=10)
     ap.add_argument("--lr", type=float, default=1e-2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
     a = ap.parse_args()
-    main(steps=a.steps, task=a.task, length=a.length, vocab=a.vocab, lr=a.lr, seed=a.seed)
+    main(steps=a.steps, task=a.task, length=a.length, vocab=a.vocab, lr=a.lr, seed=a.seed, threads=a.threads or None)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+from conftest import DEVICE
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -38,6 +39,20 @@ def test_moons(tmp_path):
         assert (tmp_path / "moons.png").stat().st_size > 0
     X, y = ex.make_moons(100, 0.1, 0)
     assert X.shape == (100, 2) and X.dtype == np.float32 and set(np.unique(y)) == {0.0, 1.0}
+
+
+def test_moons_full_run_reaches_97_percent():
+    # the example's own settings (a fraction of a second): its figure of merit
+    res = load("moons").main(plot=False, log_every=10**9)
+    assert res["accuracy"] >= 0.97 and res["train_accuracy"] >= 0.97
+
+
+@pytest.mark.skipif(not _has("sklearn"), reason="digits needs scikit-learn's bundled data")
+@pytest.mark.skipif(DEVICE != "cpu", reason="the full 40-epoch run is timed for the CPU; the smoke test covers devices")
+def test_digits_full_run_reaches_97_percent():
+    # the README demo's claim, with the example's own settings (a few seconds)
+    res = load("digits").main(plot=False, progress=False)
+    assert res["test_accuracy"] >= 0.97, res["test_accuracy"]
 
 
 @pytest.mark.skipif(not _has("sklearn"), reason="digits needs scikit-learn's bundled data")

@@ -130,7 +130,7 @@ def test_state_dict_roundtrip_in_place():
     w_before = b.fc1.weight
     b.load_state_dict(a.state_dict())
     assert b.fc1.weight is w_before  # parameters keep their identity
-    for (ka, pa), (kb, pb) in zip(a.named_parameters(), b.named_parameters()):
+    for (ka, pa), (kb, pb) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert ka == kb
         np.testing.assert_array_equal(to_np(pa), to_np(pb))
 
@@ -259,7 +259,7 @@ def test_mlp_matches_torch():
     m = MLP().double()
     tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
     with torch.no_grad():
-        for (_, p), tp in zip(m.named_parameters(), tm.parameters()):
+        for (_, p), tp in zip(m.named_parameters(), tm.parameters(), strict=True):
             tp.copy_(torch.from_numpy(to_np(p)))
     x = np.random.default_rng(1).standard_normal((6, 3))
     y = np.array([0, 1, 1, 0, 1, 0])
@@ -268,7 +268,7 @@ def test_mlp_matches_torch():
     tl = torch.nn.functional.cross_entropy(tm(torch.from_numpy(x)), torch.from_numpy(y))
     tl.backward()
     assert abs(loss.item() - tl.item()) < 1e-12
-    for p, tp in zip(m.parameters(), tm.parameters()):
+    for p, tp in zip(m.parameters(), tm.parameters(), strict=True):
         np.testing.assert_allclose(to_np(p.grad), tp.grad.numpy(), rtol=1e-10, atol=1e-12)
 
 
@@ -506,3 +506,165 @@ def test_parameter_basics():
     assert not q.requires_grad
     y = p * 2
     assert type(y) is mg.Tensor
+
+
+# -- more gradchecks: every differentiable layer and functional op, float64 -------------------------------
+
+
+@pytest.mark.parametrize("layer", [nn.Tanh(), nn.Sigmoid(), nn.ReLU()], ids=["Tanh", "Sigmoid", "ReLU"])
+def test_activation_modules_gradcheck(layer):
+    # 0.1 away from ReLU's kink, where finite differences are meaningless
+    a = np.random.default_rng(0).standard_normal((3, 4))
+    a[np.abs(a) < 0.1] += 0.3
+    check(layer, mg.tensor(a, requires_grad=True))
+
+
+def test_tanh_is_the_fused_rule_and_matches_mg_tanh():
+    x = leaf((4, 5))
+    assert [n.op for n in mg.autograd.tape(nn.Tanh()(x))] == ["tanh"]
+    np.testing.assert_allclose(to_np(F.tanh(x)), np.tanh(to_np(x)), rtol=1e-15)
+    (g1,) = mg.grad(F.tanh(x).sum(), x)
+    (g2,) = mg.grad(mg.tanh(x).sum(), x)
+    np.testing.assert_allclose(to_np(g1), to_np(g2), rtol=1e-14)
+
+
+def test_embedding_gradcheck():
+    w = leaf((5, 3))
+    idx = np.array([[0, 2, 2], [4, 1, 0]])
+    check(lambda w: F.embedding(idx, w), w)
+
+
+def test_dropout_gradcheck_with_a_fixed_mask():
+    def fn(x):
+        mg.manual_seed(5)  # the same mask on every call
+        return F.dropout(x, 0.3)
+
+    check(fn, leaf((4, 6)))
+
+
+def test_layer_norm_gradgradcheck():
+    x, w, b = leaf((2, 5), 0), leaf((5,), 1), leaf((5,), 2)
+    assert mg.gradgradcheck(lambda x, w, b: F.layer_norm(x, 5, w, b), (x, w, b))
+    ln = nn.LayerNorm((2, 3)).double()
+    check(ln, leaf((4, 2, 3)), gg=False)
+
+
+def test_bce_with_logits_gradients_match_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    x, y = rng.standard_normal((3, 4)) * 4, rng.random((3, 4))
+    xm, ym = mg.tensor(x, requires_grad=True), mg.tensor(y, requires_grad=True)
+    xt, yt = torch.tensor(x, requires_grad=True), torch.tensor(y, requires_grad=True)
+    F.binary_cross_entropy_with_logits(xm, ym).backward()
+    torch.nn.functional.binary_cross_entropy_with_logits(xt, yt).backward()
+    np.testing.assert_allclose(to_np(xm.grad), xt.grad.numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(to_np(ym.grad), yt.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_softmax_log_softmax_match_torch_at_huge_logits():
+    torch = pytest.importorskip("torch")
+    x = np.array([[1000.0, -1000.0, 0.0, 999.0], [-1000.0, -1000.0, -999.0, -1000.0]])
+    for ours, theirs in ((F.softmax, torch.softmax), (F.log_softmax, torch.log_softmax)):
+        xm = mg.tensor(x, requires_grad=True)
+        xt = torch.tensor(x, requires_grad=True)
+        out, ref = ours(xm, dim=1), theirs(xt, dim=1)
+        np.testing.assert_allclose(to_np(out), ref.detach().numpy(), rtol=1e-12, atol=1e-300)
+        w = np.arange(8.0).reshape(2, 4)
+        out.backward(mg.tensor(w))
+        ref.backward(torch.tensor(w))
+        assert np.isfinite(to_np(xm.grad)).all()
+        np.testing.assert_allclose(to_np(xm.grad), xt.grad.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_cross_entropy_class_dim_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 5, 3))
+    t = rng.integers(0, 5, (2, 3))
+    for reduction in ("mean", "sum", "none"):
+        xm = mg.tensor(x, requires_grad=True)
+        xt = torch.tensor(x, requires_grad=True)
+        out = F.cross_entropy(xm, t, reduction=reduction)
+        ref = torch.nn.functional.cross_entropy(xt, torch.from_numpy(t), reduction=reduction)
+        np.testing.assert_allclose(to_np(out), ref.detach().numpy(), rtol=1e-12)
+        out.sum().backward()
+        ref.sum().backward()
+        np.testing.assert_allclose(to_np(xm.grad), xt.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+# -- PyTorch interchange: the same names, layouts and defaults ------------------------------------------
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(7, 4)
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.LayerNorm(8), nn.Dropout(0.2), nn.Linear(8, 3, bias=False))
+        self.head = nn.Linear(3, 2)
+
+
+def _build_torch_net(torch):
+    m = torch.nn.Module()
+    m.emb = torch.nn.Embedding(7, 4)
+    m.body = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.LayerNorm(8), torch.nn.Dropout(0.2),
+                                 torch.nn.Linear(8, 3, bias=False))
+    m.head = torch.nn.Linear(3, 2)
+    return m
+
+
+def test_state_dict_keys_and_shapes_match_torch_and_load_from_it():
+    torch = pytest.importorskip("torch")
+    ours, theirs = Net(), _build_torch_net(torch)
+    tsd = theirs.state_dict()
+    sd = ours.state_dict()
+    assert list(sd) == list(tsd)
+    assert [tuple(v.shape) for v in sd.values()] == [tuple(v.shape) for v in tsd.values()]
+    assert [n for n, _ in ours.named_parameters()] == [n for n, _ in theirs.named_parameters()]
+    assert [n for n, _ in ours.named_children()] == [n for n, _ in theirs.named_children()]
+    assert [n for n, _ in ours.named_modules()] == [n for n, _ in theirs.named_modules()]
+    ours.load_state_dict({k: v.numpy() for k, v in tsd.items()})
+    ours.eval()
+    theirs.eval()
+    idx = np.array([[1, 6, 0], [3, 3, 2]])
+    h = ours.emb(idx)
+    out = ours.head(ours.body(h))
+    ref = theirs.head(theirs.body(theirs.emb(torch.from_numpy(idx))))
+    np.testing.assert_allclose(to_np(out), ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_repr_matches_torch():
+    torch = pytest.importorskip("torch")
+    ours = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Tanh(), nn.Sigmoid(), nn.Linear(8, 3, bias=False))
+    theirs = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Tanh(), torch.nn.Sigmoid(),
+                                 torch.nn.Linear(8, 3, bias=False))
+    assert repr(ours) == repr(theirs)
+    assert repr(nn.Embedding(10, 3)) == repr(torch.nn.Embedding(10, 3))
+
+
+def test_default_initialisations_follow_torch():
+    mg.manual_seed(0)
+    lin = nn.Linear(300, 200)
+    bound = 1 / math.sqrt(300)  # kaiming_uniform_(a=sqrt(5)) on (out, in) and U(±1/sqrt(in)) for the bias
+    for t in (lin.weight, lin.bias):
+        a = to_np(t)
+        assert np.abs(a).max() <= bound and abs(a.std() - bound / math.sqrt(3)) < 0.05 * bound
+    emb = to_np(nn.Embedding(500, 40).weight)  # N(0, 1)
+    assert abs(emb.mean()) < 0.02 and abs(emb.std() - 1) < 0.02
+    ln = nn.LayerNorm(6)
+    assert (to_np(ln.weight) == 1).all() and (to_np(ln.bias) == 0).all()
+    w = nn.Parameter(mg.zeros(400, 300))
+    nn.init.xavier_normal_(w)
+    assert abs(to_np(w).std() - math.sqrt(2 / 700)) < 0.02 * math.sqrt(2 / 700)
+    nn.init.kaiming_uniform_(w, nonlinearity="relu")
+    assert np.abs(to_np(w)).max() <= math.sqrt(2) * math.sqrt(3 / 300)
+
+
+def test_load_state_dict_error_lists_every_problem_and_module_name():
+    m = nn.Sequential(nn.Linear(2, 3), nn.Linear(3, 1))
+    sd = {"0.weight": np.zeros((3, 2)), "0.bias": np.zeros(4), "1.weight": np.zeros((1, 3)), "2.bias": np.zeros(1)}
+    with pytest.raises(nn.StateDictError) as e:
+        m.load_state_dict(sd)
+    msg = str(e.value)
+    assert "Sequential" in msg
+    assert "missing key(s): '1.bias'" in msg and "unexpected key(s): '2.bias'" in msg
+    assert "0.bias: shape (4,) in the state dict, (3,) in the model" in msg
