@@ -336,11 +336,6 @@ def test_sgd_scalar_parameter_matches_torch(kwargs):
         assert abs(p.item() - tp.item()) < 1e-12
 
 
-@pytest.mark.xfail(DEVICE == "cpu", strict=True, reason=(
-    "optim.SGD bug (NumPy backend only): for a 0-d parameter, `g + weight_decay * p` (and `-g` with "
-    "maximize) on 0-d arrays gives a NumPy scalar, so the momentum buffer is stored as an immutable "
-    "np.float64 and `buf *= momentum; buf += ...` rebinds a local instead of updating the state: every "
-    "later step uses the first step's buffer (CuPy, and the fakecuda stand-in, return 0-d arrays)"))
 @pytest.mark.parametrize("kwargs", [dict(momentum=0.9, weight_decay=0.1), dict(momentum=0.9, maximize=True),
                                     dict(momentum=0.9, nesterov=True, weight_decay=0.1)])
 def test_sgd_scalar_parameter_momentum_with_weight_decay_or_maximize(kwargs):
@@ -353,7 +348,7 @@ def test_sgd_scalar_parameter_momentum_with_weight_decay_or_maximize(kwargs):
         tp.grad = torch.tensor(1.0, dtype=torch.float64)
         opt.step()
         topt.step()
-    assert abs(p.item() - tp.item()) < 1e-12  # 0.476279 vs torch's 0.388169 for the first case
+    assert abs(p.item() - tp.item()) < 1e-12  # was 0.476279 against torch's 0.388169 before the fix
 
 
 def test_adam_scalar_parameter_matches_torch():

@@ -218,7 +218,9 @@ class SGD(Optimizer):
                         st = self.state.setdefault(p, {})
                         buf = st.get("momentum_buffer")
                         if buf is None:
-                            buf = g.copy()
+                            # an array, never a NumPy scalar (0-d arithmetic gives one), so the
+                            # in-place updates below reach the stored buffer
+                            buf = _be.array_module(d).array(g, copy=True)
                             st["momentum_buffer"] = buf
                         else:
                             buf *= momentum
