@@ -115,7 +115,7 @@ def workloads():
     ref = np_matmul()
     for name, fn in runs.items():  # every implementation computes the same gradients
         got = fn()
-        for r, g in zip(ref, got):
+        for r, g in zip(ref, got, strict=True):
             g = g.detach().numpy() if hasattr(g, "detach") else np.asarray(g)
             assert np.allclose(r, g, rtol=1e-3, atol=1e-2), name
     return runs

@@ -44,7 +44,7 @@ def init_weights(seed=0):
     """PyTorch's default Linear init, as float32 arrays: [(W (out, in), b (out,)), ...]."""
     rng = np.random.default_rng(seed)
     out = []
-    for i, o in zip(SIZES[:-1], SIZES[1:]):
+    for i, o in zip(SIZES[:-1], SIZES[1:], strict=True):
         bound = 1 / np.sqrt(i)
         out.append((rng.uniform(-bound, bound, (o, i)).astype(np.float32),
                     rng.uniform(-bound, bound, o).astype(np.float32)))
@@ -110,7 +110,7 @@ def make_numpy(weights, X, y):
         gh1 *= 1 - h1 * h1
         gW1 = gh1.T @ X
         gb1 = gh1.sum(0)
-        for (W, b), gW, gb in zip(Ws, (gW1, gW2, gW3), (gb1, gb2, gb3)):
+        for (W, b), gW, gb in zip(Ws, (gW1, gW2, gW3), (gb1, gb2, gb3), strict=True):
             W -= lr * gW
             b -= lr * gb
         return loss

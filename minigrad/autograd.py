@@ -23,7 +23,6 @@ import gc
 import itertools
 import operator
 import time
-import weakref
 from contextlib import contextmanager
 import functools
 
@@ -160,7 +159,7 @@ class Node:
         if not graph:
             return self.saved
         out = []
-        for i, (a, t) in enumerate(zip(self.saved, self.saved_t)):
+        for i, (a, t) in enumerate(zip(self.saved, self.saved_t, strict=True)):
             if t is not None:
                 out.append(t)
             elif i == self.out_pos:
@@ -343,7 +342,7 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
     graph = create_graph
     roots = []
     leaves = {}  # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once
-    for t, g in zip(tensors, grads):
+    for t, g in zip(tensors, grads, strict=True):
         if not isinstance(t, Tensor):
             raise TypeError(f"backward: expected Tensors, got {type(t).__name__}")
         if not t._rg:
@@ -406,7 +405,8 @@ def _walk(order, graph, retain_graph, capture, leaves):
         if not retain_graph:
             n.saved = n.saved_t = ()
             n.freed = True
-        for p, gi, m in zip(n.parents, grads_in, n.meta):
+        # a rule may return a gradient for an optional input that was not given (e.g. a bias): ignored
+        for p, gi, m in zip(n.parents, grads_in, n.meta, strict=False):
             if p is None or gi is None:
                 continue
             if gi.shape != m[0]:
@@ -552,7 +552,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         capture[key] = None
     run_backward(outputs, grad_outputs, retain_graph=retain_graph, create_graph=create_graph, capture=capture)
     result = []
-    for x, key, w in zip(inputs_t, keys, wrappers):
+    for _x, key, w in zip(inputs_t, keys, wrappers, strict=True):
         g = capture[key]
         if g is None:
             if not allow_unused:
@@ -590,7 +590,7 @@ class Tape(list):
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         lines = []
         for j, r in enumerate(rows):
-            lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+            lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
             if j == 0:
                 lines.append("  ".join("-" * w for w in widths).rstrip())
         lines.append(f"{len(self)} ops, {_fmt_bytes(total)} saved for backward")
@@ -622,6 +622,8 @@ def tape(t) -> Tape:
 
     >>> print(mg.autograd.tape((x * 2).sum()))
     """
+    if not hasattr(t, "_node") and hasattr(t, "_values"):  # a sparse tensor: its history is its values'
+        t = t._values
     node = t._node if hasattr(t, "_node") else t
     if node is None:
         return Tape()
@@ -693,8 +695,13 @@ class Function:
         ctx = FunctionCtx()
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
-        with _grad_mode(False):
-            res = cls.forward(ctx, *args, **kwargs)
+        prof = PROFILER
+        if prof is None:
+            with _grad_mode(False):
+                res = cls.forward(ctx, *args, **kwargs)
+        else:  # the profile shows the Function as one op; the ops inside it are not counted twice
+            res, seconds = _profiled_forward(cls, ctx, args, kwargs)
+            prof._add_forward(cls.__name__, seconds)
         single = not isinstance(res, (tuple, list))
         outs = (res,) if single else tuple(res)
         for o in outs:
@@ -717,12 +724,27 @@ class Function:
                 saved.append((_OUTPUT, k, s.data) if k is not None else s)
             ctx._saved = tuple(saved)
             node.save(tuple(s for s in saved if isinstance(s, Tensor)))
+            if prof is not None:
+                prof._add_saved(cls.__name__, node.saved_bytes)
             nd = getattr(ctx, "_non_diff", ())
             for k, w in enumerate(wrapped):
                 if w.data.dtype.kind in "fc" and not any(o is outs[k] for o in nd):
                     w._node, w._oidx, w._rg = node, k, True
         del tensor_pos
         return wrapped[0] if single else wrapped
+
+
+def _profiled_forward(cls, ctx, args, kwargs):
+    """Run ``cls.forward`` with the profile set aside; returns its result and the seconds it took."""
+    global PROFILER
+    prof, PROFILER = PROFILER, None
+    t0 = time.perf_counter()
+    try:
+        with _grad_mode(False):
+            res = cls.forward(ctx, *args, **kwargs)
+    finally:
+        PROFILER = prof
+    return res, time.perf_counter() - t0
 
 
 def _function_rule(node, g, saved):
@@ -750,7 +772,7 @@ def _function_rule(node, g, saved):
             f"{node.op}.backward returned {len(res)} gradients, but forward took {len(node.parents)} inputs"
         )
     out = []
-    for r, p, m in zip(res, node.parents, node.meta):
+    for r, p, m in zip(res, node.parents, node.meta, strict=True):
         if p is None or r is None:
             out.append(None)
             continue

@@ -103,7 +103,7 @@ def _numeric_column(fn, inputs, arr, k, eps):
     with _ag.no_grad():
         minus = _flat_data(_outputs(fn, inputs))
     flat[k] = old
-    return [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+    return [(p - m) / (2 * eps) for p, m in zip(plus, minus, strict=True)]
 
 
 def _full_check(fn, inputs, diff, eps, atol, rtol):
@@ -122,9 +122,9 @@ def _full_check(fn, inputs, diff, eps, atol, rtol):
                 gos = [_wrap(go) if qi == oi else None for qi in range(len(outs))]  # by position: outputs may alias
                 sel = [q for q in outs if q.requires_grad]
                 gsel = [g if g is not None else _wrap(xp.zeros(q.shape, dtype=q.dtype))
-                        for q, g in zip(outs, gos) if q.requires_grad]
+                        for q, g in zip(outs, gos, strict=True) if q.requires_grad]
                 grads = _ag.grad(sel, diff_inputs, gsel, retain_graph=True, allow_unused=True)
-                for r, g in zip(rows, grads):
+                for r, g in zip(rows, grads, strict=True):
                     ga = _grad_array(g)
                     if ga is not None:
                         r[j] = to_numpy(ga).astype(np.float64).ravel()
@@ -166,30 +166,30 @@ def _fast_check(fn, inputs, diff, eps, atol, rtol):
         arr = _values_array(inputs[i])
         u = rng.standard_normal(arr.shape)
         us.append(u / max(np.linalg.norm(u), 1e-12))
-    sel = [(o, v) for o, v in zip(outs, vs) if o.requires_grad]
+    sel = [(o, v) for o, v in zip(outs, vs, strict=True) if o.requires_grad]
     analytic = 0.0
     if sel:
         grads = _ag.grad([o for o, _ in sel], [inputs[i] for i in diff], [v for _, v in sel],
                          retain_graph=True, allow_unused=True)
-        for g, u in zip(grads, us):
+        for g, u in zip(grads, us, strict=True):
             ga = _grad_array(g)
             if ga is not None:
                 analytic += float((to_numpy(ga).astype(np.float64) * u).sum())
     arrs = [_values_array(inputs[i]) for i in diff]
     olds = [a.copy() for a in arrs]
     xps = [array_module(a) for a in arrs]
-    for a, old, u, xp in zip(arrs, olds, us, xps):
+    for a, old, u, xp in zip(arrs, olds, us, xps, strict=True):
         a[...] = old + eps * xp.asarray(u)
     with _ag.no_grad():
         plus = _flat_data(_outputs(fn, inputs))
-    for a, old, u, xp in zip(arrs, olds, us, xps):
+    for a, old, u, xp in zip(arrs, olds, us, xps, strict=True):
         a[...] = old - eps * xp.asarray(u)
     with _ag.no_grad():
         minus = _flat_data(_outputs(fn, inputs))
-    for a, old in zip(arrs, olds):
+    for a, old in zip(arrs, olds, strict=True):
         a[...] = old
     numeric = 0.0
-    for p, m, v in zip(plus, minus, vs):
+    for p, m, v in zip(plus, minus, vs, strict=True):
         numeric += float(((p - m) / (2 * eps) * to_numpy(v.data).ravel()).sum())
     if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
         raise GradcheckError(
@@ -231,11 +231,11 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
         # derivatives need the tape all the same
         with _ag.enable_grad():
             ys = _outputs(fn, xs)
-            sel = [(y, v) for y, v in zip(ys, vs) if y.requires_grad]
+            sel = [(y, v) for y, v in zip(ys, vs, strict=True) if y.requires_grad]
             grads = _ag.grad([y for y, _ in sel], [xs[i] for i in diff], [v for _, v in sel],
                              create_graph=True, allow_unused=True)
         res = []
-        for g, i in zip(grads, diff):
+        for g, i in zip(grads, diff, strict=True):
             if g is None:  # unused input: its first derivative is zero (keeps the output count fixed)
                 g = _wrap(array_module(_values_array(xs[i])).zeros(xs[i].shape, dtype=np.float64))
             res.append(g.to_dense() if _is_sparse(g) else g)

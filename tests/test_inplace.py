@@ -914,3 +914,46 @@ def test_saved_bytes_of_writes_count_positions_and_masks():
     g.sum().backward()
     assert n.freed and n.saved == () and s.saved == ()
     assert "freed" in str(mg.autograd.tape(g))
+
+
+# -- index and mask arguments saved by ops other than indexing --------------------------------
+
+def test_where_refuses_a_condition_changed_before_backward():
+    x = mg.tensor(rnd((4,)), requires_grad=True)
+    cond = mg.tensor(np.array([True, False, True, False]))
+    y = mg.where(cond, x, 0.0)
+    cond[0] = False
+    with pytest.raises(RuntimeError, match=r"input 0 of op 'where'.*version 0 and is now at version 1"):
+        y.sum().backward()
+
+
+def test_where_with_a_non_bool_condition_keeps_its_own_mask():
+    x = mg.tensor(rnd((3,)), requires_grad=True)
+    cond = mg.tensor(np.array([1, 0, 2]))
+    y = mg.where(cond, x, 0.0)
+    cond.zero_()                            # the mask was cast (copied) at the call: unaffected
+    y.sum().backward()
+    np.testing.assert_array_equal(to_np(x.grad), [1.0, 0.0, 1.0])
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3,), (2, 3, 2)])
+def test_cross_entropy_refuses_a_target_changed_before_backward(shape):
+    x = mg.tensor(rnd(shape), requires_grad=True)
+    tshape = {2: (4,), 1: (), 3: (2, 2)}[len(shape)]
+    target = mg.tensor(np.zeros(tshape, dtype=np.int64))
+    loss = mg.nn.functional.cross_entropy(x, target)
+    target.fill_(1)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        loss.backward()
+
+
+def test_embedding_refuses_indices_changed_before_backward():
+    w = mg.tensor(rnd((5, 2)), requires_grad=True)
+    idx = mg.tensor(np.array([0, 2, 2]))
+    out = mg.nn.functional.embedding(idx, w)
+    idx[1] = 4
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        out.sum().backward()
+    idx = mg.tensor(np.array([0, 2, 2]))
+    out = mg.nn.Embedding(5, 2)(idx)
+    out.sum().backward()                    # unchanged indices: fine, and repeats accumulate

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import DEVICE, to_np
+from conftest import to_np
 
 SHAPES = [(4, 3), (3,), (2, 2, 2)]
 STEPS = 6

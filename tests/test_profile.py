@@ -154,3 +154,28 @@ def test_in_place_and_indexing_ops_are_profiled():
     assert s["index_add"].saved_bytes == 4 * 8       # the index, kept for backward
     assert s["pow_"].saved_bytes == 4 * 3 * 8        # the old value: a clone taken before the write
     assert s["clone"].calls == 1 and s["clone"].saved_bytes == 0
+
+
+def test_an_autograd_function_is_one_op_in_the_profile():
+    class Square(mg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x            # minigrad ops inside: not counted a second time
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = leaf(5, 3)
+    with mg.autograd.profile() as p:
+        y = Square.apply(x)
+    s = p.stats
+    assert set(s) == {"Square"}
+    assert s["Square"].calls == 1 and s["Square"].forward_s > 0
+    assert s["Square"].saved_bytes == x.data.nbytes
+    with mg.autograd.profile() as p:
+        y.sum().backward()
+    assert p.stats["Square"].backward_calls == 1
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.numpy())

@@ -391,3 +391,12 @@ def test_dense_ops_refuse_sparse():
         mg.sum(s)
     with pytest.raises(TypeError, match="sparse"):
         mg.ones(2) + s
+
+
+def test_tape_of_a_sparse_result_is_its_values_history():
+    v = mg.tensor([3.0, 4.0, 5.0], requires_grad=True)
+    s = sp.coo_tensor([[0, 1, 1], [2, 0, 2]], v * 2.0, shape=(2, 3)).sum(axis=1)  # still sparse
+    ops = [n.op for n in mg.autograd.tape(s)]
+    assert ops[0] == "mul" and len(ops) >= 2
+    assert "mul" in str(mg.autograd.tape(s))
+    assert len(mg.autograd.tape(sp.coo_tensor([[0]], [1.0], shape=(1,)))) == 0

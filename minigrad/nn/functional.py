@@ -209,7 +209,7 @@ def _ce_fwd(xd, td, reduction):
 
 
 def _ce_rule(ctx, g, saved):
-    x, p = saved
+    x, _, p = saved  # the middle one is the target, saved for its version check only
     td, reduction = ctx.attrs
     n = ctx.meta[0][0][0]
     if C.is_t(g):  # create_graph: the same formula with recorded ops
@@ -252,8 +252,10 @@ def cross_entropy(input, target, reduction: str = "mean"):  # noqa: A002 - PyTor
     if x.data.dtype.kind != "f":
         raise TypeError(f"cross_entropy: input must be floating-point logits, got dtype {x.data.dtype}")
     if x.ndim == 1:
-        t = target.data if isinstance(target, Tensor) else target
-        t = np.asarray(t).reshape(1) if not _be.is_cupy_array(t) else t.reshape(1)
+        if isinstance(target, Tensor):
+            t = target.reshape(1)  # a view: it keeps the target's version counter
+        else:
+            t = np.asarray(target).reshape(1) if not _be.is_cupy_array(target) else target.reshape(1)
         out = cross_entropy(x.reshape(1, -1), t, reduction)
         return out.reshape(()) if reduction == "none" else out
     if x.ndim > 2:
@@ -262,7 +264,7 @@ def cross_entropy(input, target, reduction: str = "mean"):  # noqa: A002 - PyTor
         rest = x.shape[2:]
         perm = (0,) + tuple(range(2, x.ndim)) + (1,)
         xt = x.permute(*perm).reshape(-1, c)
-        t = target.data if isinstance(target, Tensor) else np.asarray(target)
+        t = target if isinstance(target, Tensor) else np.asarray(target)
         if tuple(t.shape) != (x.shape[0],) + tuple(rest):
             raise ValueError(
                 f"cross_entropy: input of shape {x.shape} needs a target of shape {(x.shape[0],) + tuple(rest)}, "
@@ -276,7 +278,9 @@ def cross_entropy(input, target, reduction: str = "mean"):  # noqa: A002 - PyTor
     n, c = xd.shape
     td = _targets(target, n, c, "cross_entropy", xd)
     loss, p = C.timed("cross_entropy", _ce_fwd, xd, td, reduction)
-    return C.record("cross_entropy", _ce_rule, loss, (x,), saved=(x, p), attrs=(td, reduction),
+    # a target Tensor is saved too: changing it in place before backward is refused, not silently wrong
+    return C.record("cross_entropy", _ce_rule, loss, (x,), saved=(x, target if isinstance(target, Tensor) else None, p),
+                    attrs=(td, reduction),
                     info={"reduction": reduction})
 
 
@@ -433,4 +437,5 @@ def embedding(indices, weight):
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= n:
             raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for {n} embeddings")
-    return weight[idx]
+    # index by the Tensor itself when there is one: getitem saves it with its version
+    return weight[indices if isinstance(indices, Tensor) and indices.data is idx else idx]

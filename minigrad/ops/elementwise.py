@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from ..tensor import Tensor, _check_grad_dtype, _wrap
+from ..tensor import Tensor, _wrap
 from . import _core as C
 from ._core import binary, unary, unb
 
@@ -358,7 +358,10 @@ def where(cond, x, y):
             f"where: cond, x and y could not be broadcast together: shapes {C._shape_of(c)}, "
             f"{C._shape_of(xd)} and {C._shape_of(yd)}"
         ) from None
-    return C.record("where", _where_rule, out, (cond, x, y), saved=(c,))
+    # a bool cond Tensor is saved itself, so that writing it in place before backward is refused
+    # rather than routing the gradient by the new mask
+    keep = cond if isinstance(cond, Tensor) and c is cond.data else c
+    return C.record("where", _where_rule, out, (cond, x, y), saved=(keep,))
 
 
 def _clip_rule(ctx, g, saved):
@@ -444,4 +447,3 @@ def allclose(x, y, rtol=1e-5, atol=1e-8) -> bool:
     return bool(isclose(x, y, rtol, atol).data.all())
 
 
-_check_grad_dtype  # re-exported for ops that create leaves

@@ -114,13 +114,13 @@ class Optimizer:
                 f"load_state_dict: the saved state has {len(groups)} parameter groups, this optimizer {len(self.param_groups)}"
             )
         params = []
-        for saved, own in zip(groups, self.param_groups):
+        for saved, own in zip(groups, self.param_groups, strict=True):
             if len(saved["params"]) != len(own["params"]):
                 raise ValueError(
                     f"load_state_dict: a saved parameter group has {len(saved['params'])} parameters, "
                     f"this optimizer's {len(own['params'])}"
                 )
-            params.extend(zip(saved["params"], own["params"]))
+            params.extend(zip(saved["params"], own["params"], strict=True))
         saved_state = state_dict.get("state", {})
         new_state = {}
         for idx, p in params:
@@ -144,7 +144,7 @@ class Optimizer:
                 else:
                     entry[k] = v
             new_state[p] = entry
-        for saved, own in zip(groups, self.param_groups):
+        for saved, own in zip(groups, self.param_groups, strict=True):
             for k, v in saved.items():
                 if k != "params":
                     own[k] = v.item() if hasattr(v, "item") and getattr(v, "ndim", 1) == 0 else v

@@ -46,7 +46,7 @@ class LRScheduler:
     def step(self) -> None:
         """Advance one epoch and set the new learning rates."""
         self.last_epoch += 1
-        for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        for g, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
             g["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
@@ -110,7 +110,7 @@ class LambdaLR(LRScheduler):
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
-        return [base * f(self.last_epoch) for base, f in zip(self.base_lrs, self.lr_lambdas)]
+        return [base * f(self.last_epoch) for base, f in zip(self.base_lrs, self.lr_lambdas, strict=True)]
 
     def state_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
