@@ -51,11 +51,11 @@ def __getattr__(name):
     # subpackages that pull in more code load on first use
     import importlib
 
-    if name in ("nn", "optim", "sparse", "viz", "strided", "einsum_mod"):
+    if name in ("nn", "optim", "sparse", "viz", "strided", "einsum_mod", "io"):
         mod = importlib.import_module(f".{name}", __name__)
         globals()[name] = mod
         return mod
-    if name in ("save", "load"):
+    if name in ("save", "load", "UnsafeFileError"):
         from . import io
 
         return getattr(io, name)

@@ -240,3 +240,12 @@ def test_model_and_optimizer_resume_through_a_file(tmp_path):
         step(m2, o2)
     for a, b in zip(m1.parameters(), m2.parameters(), strict=True):
         np.testing.assert_array_equal(to_np(a), to_np(b))
+
+
+def test_io_names_reachable_from_a_fresh_import():
+    import subprocess
+    import sys
+
+    code = "import minigrad as mg; assert mg.io.UnsafeFileError is mg.UnsafeFileError; print('ok')"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
