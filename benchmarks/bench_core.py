@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minigrad as mg  # noqa: E402
-from _harness import bench, report, torch_or_none  # noqa: E402
+from _harness import bench_side_by_side, report, torch_or_none  # noqa: E402
 
 BLOCKS = 200  # each block tanh((x*a+b)*a+b) is 5 ops (mul, add, mul, add, tanh): 1000 ops
 
@@ -119,17 +119,19 @@ def main():
     rows = []
     targets = {}
     mg_run, np_run, th_run = chain_workloads()
-    t = {"minigrad": bench(mg_run), "numpy": bench(np_run)}
+    fns = {"minigrad": mg_run, "numpy": np_run}
     if th_run:
-        t["torch"] = bench(th_run)
+        fns["torch"] = th_run
+    t = bench_side_by_side(fns)
     name = "chain 1000 ops (16 float64), fwd+bwd"
     rows.append((name, t))
     targets[name] = "<= 0.40x torch"
     for dtype in (np.float32, np.float64):
         mg_run, np_run, th_run = sum_workloads(dtype)
-        t = {"minigrad": bench(mg_run, repeat=9), "numpy": bench(np_run, repeat=9)}
+        fns = {"minigrad": mg_run, "numpy": np_run}
         if th_run:
-            t["torch"] = bench(th_run, repeat=9)
+            fns["torch"] = th_run
+        t = bench_side_by_side(fns, rounds=9)
         name = f"sum axis=1 (100,1000,100) {np.dtype(dtype).name}, fwd+bwd"
         rows.append((name, t))
         targets[name] = "<= 1.05x numpy"
