@@ -250,16 +250,21 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
             note_plain_view(r)
     if not _ag.GRAD_ENABLED:
         return r
+    parents = []
+    meta = []
     need = False
-    for x in inputs:
+    for x in inputs:  # one plain loop: this runs for every recorded op
         if isinstance(x, Tensor) and x._rg:
             need = True
-            break
+            parents.append(edge(x))
+            d = x.data
+            meta.append((d.shape, d.dtype))
+        else:
+            parents.append(None)
+            meta.append(None)
     if not need:
         return r
-    parents = tuple(edge(x) if isinstance(x, Tensor) and x._rg else None for x in inputs)
-    meta = tuple((x.data.shape, x.data.dtype) if isinstance(x, Tensor) and x._rg else None for x in inputs)
-    n = Node(op, rule, parents, meta, (out.shape, out.dtype), attrs)
+    n = Node(op, rule, tuple(parents), tuple(meta), (out.shape, out.dtype), attrs)
     n.info = info
     if save_out:
         n.save(tuple(saved) + (r,), r)
