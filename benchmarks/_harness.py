@@ -1,6 +1,7 @@
 """Side-by-side timing helpers: best-of-N wall time, ratios against the floor and peers."""
 from __future__ import annotations
 
+import os
 import time
 
 
@@ -37,11 +38,41 @@ def bench_side_by_side(fns, rounds=5, repeat=3, min_time=0.2):
     return best
 
 
+def _pin_threads():
+    """``BENCH_THREADS=N`` pins NumPy's BLAS to N threads too (threadpoolctl, when installed), so
+    that every library in a comparison gets the same number; torch_or_none() pins torch's."""
+    env = os.environ.get("BENCH_THREADS")
+    if not env:
+        return None
+    try:
+        from threadpoolctl import threadpool_limits  # noqa: PLC0415
+    except ImportError:
+        print(f"BENCH_THREADS={env}: threadpoolctl is not installed, so NumPy's BLAS keeps its own "
+              "thread count (set OPENBLAS_NUM_THREADS as well)")
+        return None
+    return threadpool_limits(limits=int(env))
+
+
+_PINNED = _pin_threads()  # kept: the limit holds while the object lives
+
+
+def blas_threads() -> int:
+    """How many threads NumPy's BLAS uses (threadpoolctl when installed, else the CPU count)."""
+    try:
+        from threadpoolctl import threadpool_info  # noqa: PLC0415
+
+        for info in threadpool_info():
+            if info.get("user_api") == "blas":
+                return int(info["num_threads"])
+    except ImportError:
+        pass
+    env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
+    return int(env) if env else (os.cpu_count() or 1)
+
+
 def torch_or_none():
     try:
         import torch  # noqa: PLC0415
-
-        import os
 
         torch.set_num_threads(int(os.environ.get("BENCH_THREADS", os.cpu_count() or 1)))
         return torch

@@ -14,7 +14,7 @@ in one run:
 - NumPy batched matmul, forward and hand-written backward.
 
 Every implementation runs with the same number of threads: PyTorch's thread count
-is set to what NumPy's BLAS uses (``BENCH_THREADS`` overrides it). Times are the
+is set to what NumPy's BLAS uses (``BENCH_THREADS=N`` pins both to N). Times are the
 best of several interleaved rounds (the machine is shared; best-of is the stable
 statistic), each round itself best-of-N.
 """
@@ -29,25 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minigrad as mg  # noqa: E402
-from _harness import bench  # noqa: E402
+from _harness import bench, blas_threads  # noqa: E402
 
 B, T, D = 32, 128, 64
-
-
-def blas_threads() -> int:
-    """How many threads NumPy's BLAS uses (threadpoolctl when installed, else the CPU count)."""
-    env = os.environ.get("BENCH_THREADS")
-    if env:
-        return int(env)
-    try:
-        from threadpoolctl import threadpool_info  # noqa: PLC0415
-
-        for info in threadpool_info():
-            if info.get("user_api") == "blas":
-                return int(info["num_threads"])
-    except ImportError:
-        pass
-    return os.cpu_count() or 1
 
 
 def workloads():

@@ -8,7 +8,7 @@ digits data, float32, side by side:
 Targets (issue 7): batch 64 <= 0.75x torch, full batch (1797) <= 1.0x torch. Also checks that
 memory stays flat over 10 000 steps. Run:
 
-    python benchmarks/bench_mlp.py            # BENCH_THREADS=1 to pin every library to one thread
+    python benchmarks/bench_mlp.py            # BENCH_THREADS=1 pins torch and NumPy's BLAS to one thread
     python benchmarks/bench_mlp.py --steps 10000   # the memory run's length (default 10000)
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minigrad as mg  # noqa: E402
-from _harness import bench, report, torch_or_none  # noqa: E402
+from _harness import bench, blas_threads, report, torch_or_none  # noqa: E402
 
 SIZES = (64, 128, 128, 10)
 LR = 0.05
@@ -215,9 +215,8 @@ def main(argv=None):
     X, y = load_data()
     weights = init_weights()
     check_agreement(weights, X[:64], y[:64], torch)
-    threads = os.environ.get("BENCH_THREADS", str(os.cpu_count()))
-    print(f"threads: torch {torch.get_num_threads() if torch else '-'} (BENCH_THREADS={threads}); "
-          f"NumPy's BLAS uses its own default (set OPENBLAS_NUM_THREADS to pin it)")
+    print(f"threads: torch {torch.get_num_threads() if torch else '-'}, NumPy's BLAS {blas_threads()} "
+          "(BENCH_THREADS=N pins both)")
 
     rows = []
     targets = {}

@@ -845,3 +845,18 @@ def test_clone_is_a_copy_with_gradient():
 def test_to_cpu_is_identity():
     x = mg.tensor(rnd((2,), 86), requires_grad=True, device="cpu")
     assert x.to("cpu") is x and x.cpu() is x
+
+
+def test_square_by_mul_gives_each_use_its_gradient():
+    a = np.arange(1.0, 7.0).reshape(2, 3)
+    x = mg.tensor(a.copy(), requires_grad=True)
+    (x * x * 3.0).sum().backward()
+    np.testing.assert_allclose(to_np(x.grad), 6 * a)
+    # two leaves over one array: each gets g * the other
+    shared = mg.tensor(a.copy()).data
+    p, q = mg.tensor(shared, requires_grad=True), mg.tensor(shared, requires_grad=True)
+    (p * q).sum().backward()
+    np.testing.assert_allclose(to_np(p.grad), a)
+    np.testing.assert_allclose(to_np(q.grad), a)
+    mg.gradcheck(lambda t: t * t, mg.tensor(a.copy(), requires_grad=True))
+    mg.gradgradcheck(lambda t: t * t, mg.tensor(a.copy(), requires_grad=True))

@@ -56,6 +56,8 @@ def _mul_rule(ctx, g, saved):
         if gx.shape != mx[0]:
             gx = C.sum_to(gx, mx[0])
     if my is not None:
+        if x is y and gx is not None:  # x * x: both gradients are g * x, computed once
+            return gx, gx
         gy = g * x
         if gy.shape != my[0]:
             gy = C.sum_to(gy, my[0])
