@@ -14,7 +14,6 @@ learned attention pattern (an anti-diagonal when reversing) to examples/out/atte
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import sys
 import time
@@ -24,25 +23,14 @@ import numpy as np
 
 if __package__ in (None, ""):  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import minigrad as mg  # noqa: E402
+from digits import blas_threads  # noqa: E402  (one BLAS thread: the same reason as there)
 
 nn = mg.nn
 F = mg.nn.functional
 OUT = Path(__file__).resolve().parent / "out"
-
-
-def blas_threads(n: int | None):
-    """Cap BLAS at ``n`` threads (threadpoolctl, when installed; None: leave it). The matrices here
-    are tiny: extra threads only add synchronisation, and on a busy machine they wait for a core
-    (two cores, one busy: 600 steps take about 1.5 s with one thread, 15 s with OpenBLAS's two)."""
-    if n is None:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=n, user_api="blas")
 
 
 class SelfAttention(nn.Module):
