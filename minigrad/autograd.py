@@ -50,6 +50,7 @@ class Node:
         "vers", "_g", "freed", "out_pos", "view_ver", "_slow", "__dict__", "__weakref__",
     )
     info = None     # attributes shown to readers (axis, keepdims, pattern...)
+    consts = None   # ((input index, shape, dtype), ...) of Tensor inputs that need no grad: drawn by viz
 
     def __init__(self, op, rule, parents, meta, out_meta, attrs=None):
         self.op = op

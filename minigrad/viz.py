@@ -13,7 +13,8 @@ What the picture shows:
   sums the gradient back (``sum_to``). An input that an elementwise op or a
   matmul broadcast implicitly gets a blue edge saying so: that is where the
   gradient is summed back to the input's shape.
-* tensor nodes (ellipses): shape and dtype. Leaves (green) are where gradients
+* tensor nodes (ellipses): shape and dtype; an input that needs no grad (a data batch)
+  is a grey "no grad" ellipse. Leaves (green) are where gradients
   land; after ``backward()`` they show the gradient's shape and norm. Names come
   from ``params=`` (``dict(model.named_parameters())``, a Module, or a dict of
   name -> Tensor) or a tensor's ``.name``.
@@ -69,6 +70,7 @@ _INPLACE = {"add_", "sub_", "mul_", "div_", "pow_", "remainder_", "copy_", "fill
 _OP_STYLE = 'shape=box style="rounded,filled" fillcolor="#eeeeee" color="#888888"'
 _REDUCE_STYLE = 'shape=box style="rounded,filled" fillcolor="#fce5cd" color="#e69138"'
 _BCAST_STYLE = 'shape=box style="rounded,filled" fillcolor="#cfe2f3" color="#3d85c6"'
+_CONST_STYLE = 'shape=ellipse style="filled" fillcolor="#f3f3f3" color="#cccccc" fontcolor="#666666" fontsize=9'
 _TENSOR_STYLE = 'shape=ellipse style=filled fillcolor="#ffffff" color="#999999" fontsize=9'
 _LEAF_STYLE = 'shape=ellipse style=filled fillcolor="#d9ead3" color="#6aa84f"'
 _OUT_STYLE = 'shape=ellipse style=filled fillcolor="#fff2cc" color="#bf9000" peripheries=2'
@@ -556,6 +558,12 @@ def _build(t, rankdir="TB", show_tensors=True, collapse_modules=False, max_nodes
                 if attrs is None and n.meta[inp] is not None:
                     attrs = f"label={_q(_shp(n.meta[inp][0]))}"
                 add_edge(uid(su), uid(du), attrs)
+        if show_tensors and du[0] == "o" and n.consts:
+            for inp, shape, dtype in n.consts:  # inputs that need no grad (a data batch...)
+                cid = f"c{i}_{inp}"
+                short[cid] = f"{_shp(shape)} {_dtype(dtype)}"
+                emit(f"\t{cid} [label={_q(f'{_shp(shape)} {_dtype(dtype)}' + chr(10) + 'no grad')} {_CONST_STYLE}]\n")
+                add_edge(cid, uid(du), None)
     for r, p, k in g.roots:
         if p is not None and unit[p] in kept:
             meta = nodes[p].out_meta if k == 0 else (getattr(r, "shape", ()), getattr(r, "dtype", None))

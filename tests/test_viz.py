@@ -388,3 +388,16 @@ def test_without_the_graphviz_package(tmp_path, monkeypatch):
     assert mg.viz.save(loss, tmp_path / "g.dot").exists()
     if HAS_DOT:
         assert ET.parse(mg.viz.save(loss, tmp_path / "g.svg")).getroot().tag.endswith("svg")
+
+
+def test_inputs_that_need_no_grad_are_drawn_as_such():
+    m = mg.nn.Linear(3, 2)
+    x = mg.randn(4, 3)                      # the data batch: no grad
+    mask = mg.ones(4, 2)
+    loss = mg.nn.functional.cross_entropy(m(x) * mask, [0, 1, 0, 1])
+    dot = mg.viz.dot_source(loss, params=m)
+    consts = re.findall(r'c\d+_\d+ \[label="([^"]*)"', dot)
+    assert sorted(consts) == ["(4, 2) float32\\nno grad", "(4, 3) float32\\nno grad"]
+    assert len(re.findall(r"c\d+_\d+ -> op\d+", dot)) == 2
+    assert "no grad" not in mg.viz.dot_source(loss, params=m, show_tensors=False)
+    assert "no grad" not in mg.viz.dot_source((m.weight * 2.0).sum())   # a Python scalar is not a tensor

@@ -198,6 +198,10 @@ def binary(op, fwd, rule, x, y, save=""):
         else:
             py = my = None
         n = _new_node(op, rule, (px, py), (mx, my), (out.shape, out.dtype), None)
+        if not xr and isinstance(x, Tensor):  # an input that needs no grad: its shape, for the picture
+            n.consts = ((0, xd.shape, xd.dtype),)
+        elif not yr and isinstance(y, Tensor):
+            n.consts = ((1, yd.shape, yd.dtype),)
         if save:
             # "cross": x only when y needs a gradient, and y only when x does
             both = save == "both"
@@ -252,19 +256,24 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
         return r
     parents = []
     meta = []
+    consts = None
     need = False
-    for x in inputs:  # one plain loop: this runs for every recorded op
-        if isinstance(x, Tensor) and x._rg:
-            need = True
-            parents.append(edge(x))
+    for i, x in enumerate(inputs):  # one plain loop: this runs for every recorded op
+        if isinstance(x, Tensor):
             d = x.data
-            meta.append((d.shape, d.dtype))
-        else:
-            parents.append(None)
-            meta.append(None)
+            if x._rg:
+                need = True
+                parents.append(edge(x))
+                meta.append((d.shape, d.dtype))
+                continue
+            consts = (consts or ()) + ((i, d.shape, d.dtype),)  # needs no grad: kept for the picture
+        parents.append(None)
+        meta.append(None)
     if not need:
         return r
     n = Node(op, rule, tuple(parents), tuple(meta), (out.shape, out.dtype), attrs)
+    if consts:
+        n.consts = consts
     n.info = info
     if save_out:
         n.save(tuple(saved) + (r,), r)
