@@ -401,3 +401,14 @@ def test_inputs_that_need_no_grad_are_drawn_as_such():
     assert len(re.findall(r"c\d+_\d+ -> op\d+", dot)) == 2
     assert "no grad" not in mg.viz.dot_source(loss, params=m, show_tensors=False)
     assert "no grad" not in mg.viz.dot_source((m.weight * 2.0).sum())   # a Python scalar is not a tensor
+
+
+def test_einsum_is_shown_in_the_users_own_names():
+    q = mg.randn(2, 5, 8, requires_grad=True)
+    k = mg.randn(2, 7, 8, requires_grad=True)
+    s = mg.einsum(q, k, "batch seq d, batch key d -> batch seq key")
+    (node,) = list(mg.autograd.tape(s))
+    assert node.info["pattern"] == "batch seq d, batch key d -> batch seq key"
+    assert "Σ over d" in mg.viz.dot_source(s)
+    (node,) = list(mg.autograd.tape(mg.einsum("bqd,bkd->bqk", q, k)))
+    assert node.info["pattern"] == "bqd,bkd->bqk"

@@ -205,8 +205,16 @@ def _name(n):
 # the plan: elementary steps, built once per (pattern, shapes)
 # ---------------------------------------------------------------------------
 
-def _pattern_of(la, lb, lout):
-    """A label-tuple triple as NumPy-grammar text (for the tape and graphs)."""
+def _pattern_of(la, lb, lout, names=None):
+    """A label-tuple triple as text for the tape and graphs: in the user's own names when
+    ``names`` is given (einops grammar: space-separated), else as NumPy-grammar letters."""
+    if names is not None:
+        if any(n.startswith("...") for n in names):  # einops: '...' dims as …0, …1
+            names = tuple("…" + n[3:] if n.startswith("...") else n for n in names)
+        sep = " " if any(len(n) > 1 for n in names) else ""
+        term = lambda labs: sep.join(names[i] for i in labs)  # noqa: E731
+        arrow = " -> " if sep else "->"
+        return (", " if sep else ",").join(term(t) for t in ((la,) if lb is None else (la, lb))) + arrow + term(lout)
     f = "".join
     if lb is None:
         return f"{f(_LETTERS[i] for i in la)}->{f(_LETTERS[i] for i in lout)}"
@@ -269,7 +277,7 @@ def _opt_einsum():
 
 @functools.lru_cache(maxsize=1024)
 def _plan(grammar, pattern, shapes, optimize, use_oe):
-    """-> (steps per operand, contractions, final permutation or None)."""
+    """-> (steps per operand, contractions, final permutation, the names to show or None)."""
     in_labels, out, size, names = _resolve(grammar, pattern, shapes)
     n = len(shapes)
     labels = []
@@ -330,7 +338,9 @@ def _plan(grammar, pattern, shapes, optimize, use_oe):
         final = labels[0]
     # 5. the output order
     perm = tuple(final.index(lab) for lab in out)
-    return tuple(tuple(s) for s in pre), tuple(pairs), perm
+    # the user's names, for the tape and graphs (NumPy-grammar '...' dims have none: letters then)
+    shown = tuple(names) if grammar == "einops" or not any(nm.startswith("...") for nm in names) else None
+    return tuple(tuple(s) for s in pre), tuple(pairs), perm, shown
 
 
 def _pair_out(la, lb, rest, out, last):
@@ -429,15 +439,16 @@ def _pair_any(a, la, b, lb, lout):
     return _pair_arrays(a, la, b, lb, lout)
 
 
-def _pair(a, la, b, lb, lout):
-    """Pairwise contraction of Tensors, recorded as one ``einsum`` Node."""
+def _pair(a, la, b, lb, lout, names=None):
+    """Pairwise contraction of Tensors, recorded as one ``einsum`` Node (``names``: the user's
+    label names, for the pattern the tape and graphs show)."""
     ad, bd = a.data, b.data
     if type(ad) is not type(bd):
         C.check_same_device("einsum", ad, bd)
     out = C.timed("einsum", _pair_arrays, ad, la, bd, lb, lout)
     return C.record("einsum", _pair_rule, out, (a, b),
                     saved=(a if b._rg else None, b if a._rg else None),
-                    attrs=(la, lb, lout), info={"pattern": _pattern_of(la, lb, lout)})
+                    attrs=(la, lb, lout), info={"pattern": _pattern_of(la, lb, lout, names)})
 
 
 @functools.lru_cache(maxsize=256)
@@ -582,7 +593,7 @@ def einsum(*args, optimize="auto") -> Tensor:
                          f"an explicit path; got {optimize!r}")
     elif not isinstance(optimize, (bool, str)) and optimize is not None:
         raise TypeError(f"einsum: optimize must be 'auto', 'greedy', 'optimal', a bool or a path, got {optimize!r}")
-    pre, pairs, perm = _plan(grammar, pattern, shapes, optimize, bool(_opt_einsum()))
+    pre, pairs, perm, shown = _plan(grammar, pattern, shapes, optimize, bool(_opt_einsum()))
     from .reduce import sum as _sum
     from .shape import permute as _permute
     from .shape import reshape as _reshape
@@ -599,7 +610,7 @@ def einsum(*args, optimize="auto") -> Tensor:
         slots[k] = x
     x = slots[0]
     for i, j, k, la, lb, lout in pairs:
-        x = _pair(slots.pop(i), la, slots.pop(j), lb, lout)
+        x = _pair(slots.pop(i), la, slots.pop(j), lb, lout, shown)
         slots[k] = x
     if perm != tuple(range(len(perm))) or (not pairs and x is ops[0]):
         x = _permute(x, perm)  # also makes a fresh (view) Tensor for an identity pattern
