@@ -568,8 +568,19 @@ Tensor.fill_ = _ip.fill_
 Tensor.copy_ = _ip.copy_
 Tensor.clamp_ = _ip.clamp_
 Tensor.clip_ = _ip.clamp_
-Tensor.__iadd__ = _ip.iadd
-Tensor.__isub__ = _ip.isub
-Tensor.__imul__ = _ip.imul
-Tensor.__itruediv__ = _ip.itruediv
+Tensor.pow_ = _ip.pow_
+Tensor.floor_divide_ = _ip.floor_divide_
+Tensor.remainder_ = _ip.remainder_
+# augmented assignment is the in-place op itself (it returns the tensor), as in NumPy and PyTorch
+Tensor.__iadd__ = _ip.add_
+Tensor.__isub__ = _ip.sub_
+Tensor.__imul__ = _ip.mul_
+Tensor.__itruediv__ = _ip.div_
+Tensor.__ipow__ = _ip.pow_
+Tensor.__ifloordiv__ = _ip.floor_divide_
+Tensor.__imod__ = _ip.remainder_
+Tensor._version = property(
+    lambda t: t._ver[0],
+    doc="How many in-place writes the storage has had (PyTorch's ``t._version``), shared by every view of it",
+)
 Tensor.__setitem__ = _ip.setitem
