@@ -697,12 +697,7 @@ class Function:
         tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
         prof = PROFILER
-        if prof is None:
-            with _grad_mode(False):
-                res = cls.forward(ctx, *args, **kwargs)
-        else:  # the profile shows the Function as one op; the ops inside it are not counted twice
-            res, seconds = _profiled_forward(cls, ctx, args, kwargs)
-            prof._add_forward(cls.__name__, seconds)
+        res = _forward(cls, ctx, args, kwargs, prof)
         single = not isinstance(res, (tuple, list))
         outs = (res,) if single else tuple(res)
         for o in outs:
@@ -735,17 +730,20 @@ class Function:
         return wrapped[0] if single else wrapped
 
 
-def _profiled_forward(cls, ctx, args, kwargs):
-    """Run ``cls.forward`` with the profile set aside; returns its result and the seconds it took."""
+def _forward(cls, ctx, args, kwargs, prof):
+    """Run ``cls.forward`` unrecorded. A profile shows the Function as one op: it is set aside
+    meanwhile, so the ops inside are not counted a second time."""
     global PROFILER
-    prof, PROFILER = PROFILER, None
+    PROFILER = None
     t0 = time.perf_counter()
     try:
         with _grad_mode(False):
             res = cls.forward(ctx, *args, **kwargs)
     finally:
         PROFILER = prof
-    return res, time.perf_counter() - t0
+    if prof is not None:
+        prof._add_forward(cls.__name__, time.perf_counter() - t0)
+    return res
 
 
 def _function_rule(node, g, saved):

@@ -561,8 +561,8 @@ def _build(t, rankdir="TB", show_tensors=True, collapse_modules=False, max_nodes
         if show_tensors and du[0] == "o" and n.consts:
             for inp, shape, dtype in n.consts:  # inputs that need no grad (a data batch...)
                 cid = f"c{i}_{inp}"
-                short[cid] = f"{_shp(shape)} {_dtype(dtype)}"
-                emit(f"\t{cid} [label={_q(f'{_shp(shape)} {_dtype(dtype)}' + chr(10) + 'no grad')} {_CONST_STYLE}]\n")
+                short[cid] = desc = f"{_shp(shape)} {_dtype(dtype)}"
+                emit(f"\t{cid} [label={_q(desc + chr(10) + 'no grad')} {_CONST_STYLE}]\n")
                 add_edge(cid, uid(du), None)
     for r, p, k in g.roots:
         if p is not None and unit[p] in kept:

@@ -442,4 +442,4 @@ def embedding(indices, weight):
         if lo < 0 or hi >= n:
             raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for {n} embeddings")
     # index by the Tensor itself when there is one: getitem saves it with its version
-    return weight[indices if isinstance(indices, Tensor) and indices.data is idx else idx]
+    return weight[indices if isinstance(indices, Tensor) else idx]

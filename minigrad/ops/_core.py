@@ -256,24 +256,24 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
         return r
     parents = []
     meta = []
-    consts = None
-    need = False
-    for i, x in enumerate(inputs):  # one plain loop: this runs for every recorded op
+    need = consts = False
+    for x in inputs:  # one plain loop: this runs for every recorded op
         if isinstance(x, Tensor):
-            d = x.data
             if x._rg:
                 need = True
                 parents.append(edge(x))
+                d = x.data
                 meta.append((d.shape, d.dtype))
                 continue
-            consts = (consts or ()) + ((i, d.shape, d.dtype),)  # needs no grad: kept for the picture
+            consts = True
         parents.append(None)
         meta.append(None)
     if not need:
         return r
     n = Node(op, rule, tuple(parents), tuple(meta), (out.shape, out.dtype), attrs)
-    if consts:
-        n.consts = consts
+    if consts:  # Tensor inputs that need no grad: their shapes, for the picture
+        n.consts = tuple((i, x.data.shape, x.data.dtype) for i, x in enumerate(inputs)
+                         if isinstance(x, Tensor) and not x._rg)
     n.info = info
     if save_out:
         n.save(tuple(saved) + (r,), r)
