@@ -27,14 +27,14 @@ def bench(fn, repeat=7, number=None, min_time=0.2):
     return best
 
 
-def bench_side_by_side(fns, rounds=5, repeat=3, min_time=0.2):
-    """Best time per call of each of ``fns`` ({name: fn}), measured in alternating rounds so that
-    a slow spell of the machine (another process, memory bandwidth) falls on every contender
-    alike rather than on whichever ran then."""
+def bench_side_by_side(fns, rounds=5, repeat=3, min_time=0.05):
+    """Best time per call of each of ``fns`` ({name: fn}), measured in alternating rounds (each a
+    ``bench(fn, repeat, min_time=min_time)``) so that a slow spell of the machine (another
+    process, memory bandwidth) falls on every contender alike rather than on whichever ran then."""
     best = {k: float("inf") for k in fns}
     for _ in range(rounds):
         for k, fn in fns.items():
-            best[k] = min(best[k], bench(fn, repeat=repeat, min_time=min_time / rounds))
+            best[k] = min(best[k], bench(fn, repeat=repeat, min_time=min_time))
     return best
 
 

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minigrad as mg  # noqa: E402
-from _harness import bench, blas_threads  # noqa: E402
+from _harness import bench_side_by_side, blas_threads  # noqa: E402
 
 B, T, D = 32, 128, 64
 
@@ -107,10 +107,7 @@ def workloads():
 
 def main(rounds: int = 5):
     runs = workloads()
-    best = {name: float("inf") for name in runs}
-    for _ in range(rounds):  # interleaved, so background load hits every row alike
-        for name, fn in runs.items():
-            best[name] = min(best[name], bench(fn, repeat=5, min_time=0.1))
+    best = bench_side_by_side(runs, rounds=rounds, repeat=5, min_time=0.1)
     th = best.get("torch.einsum")
     floor = best["numpy np.einsum(optimize=True) + manual bwd"]
     mm = best["numpy batched matmul + manual bwd"]

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minigrad as mg  # noqa: E402
-from _harness import bench, blas_threads, report, torch_or_none  # noqa: E402
+from _harness import bench_side_by_side, blas_threads, report, torch_or_none  # noqa: E402
 
 SIZES = (64, 128, 128, 10)
 LR = 0.05
@@ -225,10 +225,7 @@ def main(argv=None):
         impls = {"minigrad": make_minigrad(weights, Xb, yb)[0], "numpy": make_numpy(weights, Xb, yb)[0]}
         if torch is not None:
             impls["torch"] = make_torch(torch, weights, Xb, yb)[0]
-        times = {k: float("inf") for k in impls}
-        for _ in range(3):  # interleave the implementations: a noisy neighbour hits all alike
-            for k, f in impls.items():
-                times[k] = min(times[k], bench(f, repeat=args.repeat))
+        times = bench_side_by_side(impls, rounds=3, repeat=args.repeat, min_time=0.2)
         name = f"MLP step, batch {batch}"
         rows.append((name, times))
         targets[name] = "<= 0.75x torch" if batch == 64 else "<= 1.0x torch"
