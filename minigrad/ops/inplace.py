@@ -411,6 +411,19 @@ def _positions(v, b):
 # -- arithmetic --------------------------------------------------------------------------------
 
 
+def _begin(t, other, op, differentiable=True):
+    """What every in-place arithmetic op does first: check ``t`` and the operand, decide what to
+    record (``other`` counts as an input when ``differentiable``), and ready the storage.
+    -> (start time, operand array, the Tensor inputs besides ``t``, mode, self_rg)."""
+    t0 = _clock()
+    _self(t, op)
+    od = _operand(other, op, t)
+    others = (other,) if differentiable and isinstance(other, Tensor) else ()
+    mode, self_rg = _plan(t, op, others)
+    _prepare_storage(t, op)
+    return t0, od, others, mode, self_rg
+
+
 def _addsub_rule(ctx, g, saved):
     mx, my = _metas(ctx)
     a = ctx.attrs
@@ -418,12 +431,7 @@ def _addsub_rule(ctx, g, saved):
 
 
 def _addsub(t, other, alpha, op, sign):
-    t0 = _clock()
-    _self(t, op)
-    od = _operand(other, op, t)
-    others = (other,) if isinstance(other, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
+    t0, od, others, mode, self_rg = _begin(t, other, op)
     xd = t.data
     if sign > 0:
         r = xd + od if alpha == 1 else xd + od * alpha
@@ -462,13 +470,8 @@ def _mul_rule(ctx, g, saved):
 
 def mul_(t, other):
     """``t *= other`` in place; returns ``t``."""
-    t0 = _clock()
     op = "mul_"
-    _self(t, op)
-    od = _operand(other, op, t)
-    others = (other,) if isinstance(other, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
+    t0, od, others, mode, self_rg = _begin(t, other, op)
     r = t.data * od
     _check_result(t, r, op)
     saved = ()
@@ -489,13 +492,8 @@ def _div_rule(ctx, g, saved):
 
 def div_(t, other):
     """``t /= other`` in place (true division); returns ``t``."""
-    t0 = _clock()
     op = "div_"
-    _self(t, op)
-    od = _operand(other, op, t)
-    others = (other,) if isinstance(other, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
+    t0, od, others, mode, self_rg = _begin(t, other, op)
     r = t.data / od
     _check_result(t, r, op)
     saved = ()
@@ -519,13 +517,8 @@ def pow_(t, exponent):
     >>> y = x * 1
     >>> y.pow_(2)           # y is now x ** 2, its history says so
     """
-    t0 = _clock()
     op = "pow_"
-    _self(t, op)
-    od = _operand(exponent, op, t)
-    others = (exponent,) if isinstance(exponent, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
+    t0, od, others, mode, self_rg = _begin(t, exponent, op)
     try:
         r = t.data ** od
     except ValueError as e:  # NumPy: integers to negative integer powers
@@ -552,12 +545,8 @@ def floor_divide_(t, other):
     Not differentiable (as ``x // y``): a ``t`` in a recorded graph gets a zero gradient through
     it, and ``other`` none.
     """
-    t0 = _clock()
     op = "floor_divide_"
-    _self(t, op)
-    od = _operand(other, op, t)
-    mode, self_rg = _plan(t, op, ())
-    _prepare_storage(t, op)
+    t0, od, _, mode, self_rg = _begin(t, other, op, differentiable=False)
     r = t.data // od
     _check_result(t, r, op)
     return _commit(t, mode, self_rg, op, _assign(r), _floordiv_rule, (), t0=t0)
@@ -573,13 +562,8 @@ def remainder_(t, other):
 
     Differentiable in both: 1 for ``t``, ``-floor(t / other)`` for ``other``.
     """
-    t0 = _clock()
     op = "remainder_"
-    _self(t, op)
-    od = _operand(other, op, t)
-    others = (other,) if isinstance(other, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
+    t0, od, others, mode, self_rg = _begin(t, other, op)
     r = t.data % od
     _check_result(t, r, op)
     saved = (None, None)
