@@ -419,3 +419,62 @@ def test_module_to_and_training_on_device(cuda, tmp_path):
     sd = mg.load(str(path))
     for k, v in model.state_dict().items():
         np.testing.assert_array_equal(to_np(sd[k]), v.numpy())
+
+
+# -- host matmul: stacked products split across threads --------------------------------------
+
+
+def _blas_threads():
+    be.matmul(np.ones((2, 1, 1)), np.ones((2, 1, 1)))  # looks the library up
+    return be._openblas[1]() if be._openblas else None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+@pytest.mark.parametrize("batch", [2, 3, 7])
+def test_split_stacked_matmul_equals_numpy(monkeypatch, dtype, batch):
+    monkeypatch.setattr(be, "_SPLIT_STACK", 1)  # split even these small products
+    rng = np.random.default_rng(batch)
+    a = rng.standard_normal((batch, 5, 4)).astype(dtype)
+    b = rng.standard_normal((batch, 6, 4)).astype(dtype).transpose(0, 2, 1)  # a strided operand
+    before = _blas_threads()
+    got = be.matmul(a, b)
+    assert got.dtype == np.matmul(a, b).dtype and got.shape == (batch, 5, 6)
+    np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-6, atol=1e-6)
+    assert _blas_threads() == before  # the process-wide BLAS thread count is set back
+
+
+def test_matmul_that_is_not_split_is_plain_numpy(monkeypatch):
+    monkeypatch.setattr(be, "_SPLIT_STACK", 1)
+    rng = np.random.default_rng(0)
+    cases = [(rng.integers(0, 9, (3, 2, 2)), rng.integers(0, 9, (3, 2, 2))),  # integers
+             (rng.standard_normal((3, 1, 2, 4)), rng.standard_normal((5, 4, 2))),  # broadcast batch
+             (rng.standard_normal((3, 4)), rng.standard_normal(4)),  # 2-D @ 1-D
+             (rng.standard_normal((4, 2, 3)), rng.standard_normal((4, 3, 0)))]  # zero-size
+    for a, b in cases:
+        np.testing.assert_array_equal(be.matmul(a, b), np.matmul(a, b))
+    with pytest.raises(ValueError):
+        be.matmul(np.ones((2, 3, 4)), np.ones((2, 5, 6)))
+
+
+def test_blas_policy_can_be_switched_off(monkeypatch):
+    monkeypatch.setenv("MINIGRAD_BLAS_POLICY", "0")
+    assert be._find_openblas() is False
+
+
+def test_split_matmul_in_a_forked_child():
+    """The worker threads do not survive fork: the child makes its own."""
+    code = (
+        "import os, numpy as np\n"
+        "from minigrad import backend as be\n"
+        "be._SPLIT_STACK = 1\n"
+        "a = np.ones((4, 3, 2)); b = np.ones((4, 2, 5))\n"
+        "be.matmul(a, b)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(0 if (be.matmul(a, b) == 2).all() else 1)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "raise SystemExit(os.waitstatus_to_exitcode(status))\n"
+    )
+    if not hasattr(__import__("os"), "fork"):
+        pytest.skip("no fork on this platform")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -410,7 +410,7 @@ def matmul(a, b):
         from .linalg import matmul as mm
 
         return mm(a, b)
-    return xp_of(a).matmul(a, b)
+    return _be.matmul(a, b)
 
 
 def zeros(like, shape, dtype=None):
