@@ -860,3 +860,7 @@ def test_square_by_mul_gives_each_use_its_gradient():
     np.testing.assert_allclose(to_np(q.grad), a)
     mg.gradcheck(lambda t: t * t, mg.tensor(a.copy(), requires_grad=True))
     mg.gradgradcheck(lambda t: t * t, mg.tensor(a.copy(), requires_grad=True))
+    x = mg.tensor(a.copy(), requires_grad=True)
+    y = x + 1.0
+    (y * y).sum().backward()  # a non-leaf squared: one Node on both sides
+    np.testing.assert_allclose(to_np(x.grad), 2 * (a + 1))
