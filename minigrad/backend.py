@@ -277,10 +277,11 @@ def _split_stack(a, b, threads, out_dtype):
 def matmul(a, b):
     """``a @ b`` for backend arrays; stacked host products split across threads (see above)."""
     global _openblas
-    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 3 or b.ndim != 3
-            or a.shape[0] != b.shape[0] or a.shape[0] < 2 or a.shape[2] != b.shape[1]
-            or a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] < _SPLIT_STACK):
+    if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
         return array_module(a, b).matmul(a, b)
+    if (a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[0] < 2
+            or a.shape[2] != b.shape[1] or a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] < _SPLIT_STACK):
+        return a @ b
     if _openblas is None:
         _openblas = _find_openblas()
     dt = np.result_type(a, b)
