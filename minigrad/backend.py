@@ -212,7 +212,8 @@ def bincount_add(xp, index, weights, minlength):
 # (32, 128, 64) @ (32, 64, 128) one matrix at a time, each too small to share well among its
 # threads: on two cores it runs 1.2x slower than on one core per half of the batch. So on the
 # host `matmul` splits a stacked product of at least _SPLIT_STACK multiply-adds by batch across
-# as many threads as BLAS has (NumPy lets go of the GIL in matmul), each on one BLAS thread.
+# as many threads as BLAS has (NumPy lets go of the GIL in matmul), each on one BLAS thread,
+# when the batch keeps every thread busy (a multiple of the threads, or at least four each).
 # Every matrix of the result is the same product as before. The BLAS thread count is
 # process-wide, so it is set back as soon as the product is done. MINIGRAD_BLAS_POLICY=0 turns
 # this off; where NumPy's BLAS is not an OpenBLAS whose thread count can be set (MKL, Apple's
@@ -289,11 +290,11 @@ def matmul(a, b):
         return np.matmul(a, b)
     setter, getter = _openblas
     before = getter()
-    threads = min(before, a.shape[0])
-    if threads <= 1:
-        return np.matmul(a, b)
+    n = a.shape[0]
+    if before <= 1 or n < before or (n % before and n < 4 * before):
+        return np.matmul(a, b)  # one thread, or threads that would sit idle for part of the split
     setter(1)
     try:
-        return _split_stack(a, b, threads, dt)
+        return _split_stack(a, b, before, dt)
     finally:
         setter(before)

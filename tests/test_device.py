@@ -430,7 +430,7 @@ def _blas_threads():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
-@pytest.mark.parametrize("batch", [2, 3, 7])
+@pytest.mark.parametrize("batch", [2, 3, 4, 9])
 def test_split_stacked_matmul_equals_numpy(monkeypatch, dtype, batch):
     monkeypatch.setattr(be, "_SPLIT_STACK", 1)  # split even these small products
     rng = np.random.default_rng(batch)
@@ -441,6 +441,23 @@ def test_split_stacked_matmul_equals_numpy(monkeypatch, dtype, batch):
     assert got.dtype == np.matmul(a, b).dtype and got.shape == (batch, 5, 6)
     np.testing.assert_allclose(got, np.matmul(a, b), rtol=1e-6, atol=1e-6)
     assert _blas_threads() == before  # the process-wide BLAS thread count is set back
+
+
+def test_stacked_matmul_is_split_only_when_it_keeps_every_thread_busy(monkeypatch):
+    threads = _blas_threads()
+    if not threads:
+        pytest.skip("NumPy's BLAS here is not an OpenBLAS whose thread count can be set")
+    monkeypatch.setattr(be, "_SPLIT_STACK", 1)
+    splits = []
+    real = be._split_stack
+    monkeypatch.setattr(be, "_split_stack", lambda *args: splits.append(args[0].shape[0]) or real(*args))
+    for batch in (1, threads, 2 * threads, 4 * threads + 1):
+        be.matmul(np.ones((batch, 2, 3)), np.ones((batch, 3, 2)))
+    want = [] if threads == 1 else [threads, 2 * threads, 4 * threads + 1]
+    assert splits == want
+    # not a multiple of the threads and fewer than four each: plain
+    be.matmul(np.ones((threads + 1, 2, 3)), np.ones((threads + 1, 3, 2)))
+    assert splits == want
 
 
 def test_matmul_that_is_not_split_is_plain_numpy(monkeypatch):
