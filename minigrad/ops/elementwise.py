@@ -51,9 +51,11 @@ def _mul_rule(ctx, g, saved):
     x, y = saved
     mx, my = ctx.meta
     gx = gy = None
-    if x is y and mx is not None and my is not None and ctx.parents[0] is ctx.parents[1]:
-        gx = g * y  # x * x: one gradient, 2 g x, sent once rather than g x twice and added
-        if C.is_t(gx):
+    if x is y and mx is not None and my is not None:  # one array on both sides: g * x serves both
+        gx = g * y
+        if ctx.parents[0] is not ctx.parents[1]:  # two Tensors over it: each gets g * x
+            return gx, gx
+        if C.is_t(gx):  # x * x: one gradient, 2 g x, sent once rather than g x twice and added
             return gx * 2, None
         gx *= 2
         return gx, None
@@ -62,8 +64,6 @@ def _mul_rule(ctx, g, saved):
         if gx.shape != mx[0]:
             gx = C.sum_to(gx, mx[0])
     if my is not None:
-        if x is y and gx is not None:  # x * x: both gradients are g * x, computed once
-            return gx, gx
         gy = g * x
         if gy.shape != my[0]:
             gy = C.sum_to(gy, my[0])
