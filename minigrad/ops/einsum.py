@@ -206,6 +206,7 @@ def _name(n):
 # the plan: elementary steps, built once per (pattern, shapes)
 # ---------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1024)
 def _pattern_of(la, lb, lout, names=None):
     """A label-tuple triple as text for the tape and graphs: in the user's own names when
     ``names`` is given (einops grammar: space-separated), else as NumPy-grammar letters."""
