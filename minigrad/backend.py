@@ -6,6 +6,8 @@ asked for. Every op finds its array module from its inputs with
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 _cupy = None   # the cupy module (or the CPU stand-in) once a CUDA device has been asked for
@@ -229,9 +231,7 @@ def _find_openblas():
     """The thread-count functions of the OpenBLAS NumPy loaded, or False."""
     import ctypes  # noqa: PLC0415
     import glob  # noqa: PLC0415
-    import os  # noqa: PLC0415
 
-    os.register_at_fork(after_in_child=_forget_pool)
     if os.environ.get("MINIGRAD_BLAS_POLICY", "1").strip() == "0":
         return False
     here = os.path.dirname(np.__file__)
@@ -256,6 +256,10 @@ def _find_openblas():
 def _forget_pool():
     global _pool
     _pool = None  # a forked child has none of its parent's threads
+
+
+if hasattr(os, "register_at_fork"):  # POSIX only
+    os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _split_stack(a, b, threads, out_dtype):
