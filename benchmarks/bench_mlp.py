@@ -283,10 +283,12 @@ def main(argv=None):
         tuned[name] = times.pop("numpy, tuned")
         targets[name] = "<= 0.75x torch" if batch == 64 else "<= 1.0x torch"
     report("MLP 64-128-128-10 tanh, cross-entropy, SGD (float32), one training step", rows, targets)
-    print("NumPy tuned by hand (in place, BLAS column sums), for scale: "
-          + "; ".join(f"{name.split(', ')[1]}: {t * 1e6:.1f}us"
-                      + (f" = {t / times_['torch']:.2f}x torch" if "torch" in times_ else "")
-                      for (name, times_), t in zip(rows, tuned.values(), strict=True)))
+    parts = []
+    for name, times in rows:
+        t = tuned[name]
+        parts.append(f"{name.split(', ')[1]}: {t * 1e6:.1f}us"
+                     + (f" = {t / times['torch']:.2f}x torch" if "torch" in times else ""))
+    print("NumPy tuned by hand (in place, BLAS column sums), for scale: " + "; ".join(parts))
     if args.steps:
         memory_run(X, y, args.steps)
 
