@@ -417,6 +417,42 @@ def test_softmax_stable_and_zero_size(op):
         check(lambda t, a=axis: getattr(t, op)(a), z)
 
 
+@pytest.mark.parametrize("shape", [(2, 1), (5, 3), (7, 16), (4, 17), (6, 40), (3, 4, 5), (2, 3, 33)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shift_by_max_matches_numpy_on_every_path(shape, dtype):
+    # rows of up to 16 go through a transposed copy, longer ones through argmax; both give
+    # NumPy's x - max exactly, NaN and infinities included, and never touch their input
+    from minigrad.ops.reduce import shift_by_max
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(dtype)
+    x.reshape(-1)[1] = np.nan
+    x.reshape(-1)[-1] = np.inf
+    x.reshape(-1)[-2] = -np.inf
+    before = x.copy()
+    with np.errstate(invalid="ignore"):
+        for a in (x, x[..., ::-1], np.asfortranarray(x)):  # contiguous, strided, F-ordered
+            got = shift_by_max(a, a.ndim - 1)
+            np.testing.assert_array_equal(got, a - a.max(axis=-1, keepdims=True))
+            assert got.dtype == a.dtype and not np.shares_memory(got, a)
+    np.testing.assert_array_equal(x, before)
+    got = shift_by_max(np.arange(6).reshape(2, 3), 1)  # integers: NumPy's own max
+    np.testing.assert_array_equal(got, [[-2, -1, 0], [-2, -1, 0]])
+
+
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape", [(64, 10), (64, 100), (3, 5, 7)])
+def test_softmax_over_short_and_long_rows_is_c_ordered_and_right(op, shape):
+    x = leaf(shape, 30)
+    a = x.numpy()
+    e = np.exp(a - a.max(axis=-1, keepdims=True))
+    sm = e / e.sum(axis=-1, keepdims=True)
+    out = getattr(x, op)()
+    np.testing.assert_allclose(to_np(out), sm if op == "softmax" else np.log(sm), rtol=1e-12, atol=1e-15)
+    assert out.numpy().flags.c_contiguous  # a user's .view() of it works as for any result
+    assert np.shares_memory(out.numpy(), x.numpy()) is False
+
+
 _ZERO_SIZE_CASES = [((2, 0, 3), 0), ((2, 0, 3), -1), ((), None), ((1,), 0)]
 
 

@@ -194,17 +194,16 @@ def _ce_fwd(xd, td, reduction):
     xp = C.xp_of(xd)
     n = xd.shape[0]
     rows = xp.arange(n)
-    if xp is np:  # the ufuncs' own reduce: the array methods' Python wrappers cost more than the
-        amax, total = np.maximum.reduce, np.add.reduce  # work on a minibatch's logits
-    else:
-        amax, total = xp.max, xp.sum
-    m = amax(xd, axis=1, keepdims=True)
-    p = xd - m
+    # the ufunc's own reduce on the host: the array method's Python wrapper costs more than the
+    # work on a minibatch's logits
+    total = np.add.reduce if xp is np else xp.sum
+    p = _red.shift_by_max(xd, 1) if n else xd - xd  # x - max (for few classes, an F-ordered array)
     picked = p[rows, td]                       # x[t] - max
     xp.exp(p, out=p)
-    s = total(p, axis=1, keepdims=True)
-    p /= s                                     # softmax
-    loss = xp.log(s.reshape(n)) - picked       # logsumexp - x[t]
+    s = total(p, axis=1)
+    p /= s[:, None]                            # softmax
+    loss = xp.log(s)
+    loss -= picked                             # logsumexp - x[t]
     if reduction == "mean":
         loss = total(loss, axis=0) / n if n else xp.asarray(xp.nan, dtype=xd.dtype)
     elif reduction == "sum":
@@ -227,7 +226,7 @@ def _ce_rule(ctx, g, saved):
             return (d * g,)
         return (d * g.reshape(n, 1),)
     xp = C.xp_of(p)
-    gx = p.copy()
+    gx = p.copy(order="K")  # keep p's layout: no transposing copy
     gx[xp.arange(n), td] -= 1
     if reduction == "mean":
         gx *= g / n if g.ndim == 0 else g.reshape(()) / n

@@ -259,6 +259,33 @@ def argmin(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
 
 # -- logsumexp, softmax, log_softmax -------------------------------------------------
 
+_SHORT_ROW = 16  # rows up to this long are shifted on a transposed copy (see shift_by_max)
+
+
+def shift_by_max(xd, a):
+    """``xd - xd.max(axis=a, keepdims=True)`` for a non-empty array: the stable shift of
+    softmax, log_softmax and cross_entropy. The result is a fresh array, possibly F-ordered.
+
+    NumPy reduces along short contiguous rows one row at a time: the max over the last axis
+    of (1797, 10) float32 logits takes 107 us. On the host, for the last axis of a float
+    array, the same values (NaN included) come another way. Rows of up to ``_SHORT_ROW`` are
+    copied with the axis first, so that the max and the subtraction run across rows (10 us;
+    the result is a transposed view of the copy). Longer rows gather each row's argmax
+    (68 us instead of 185 for (1797, 128)).
+    """
+    if xd.__class__ is not np.ndarray or xd.ndim < 2 or a != xd.ndim - 1 or xd.dtype.kind != "f":
+        return xd - xd.max(axis=a, keepdims=True)
+    c = xd.shape[-1]
+    if c <= _SHORT_ROW:
+        xt = np.moveaxis(xd, -1, 0).copy()  # always a copy: it is written below
+        xt -= np.maximum.reduce(xt, axis=0)
+        return np.moveaxis(xt, 0, -1)
+    if not xd.flags.c_contiguous:
+        return xd - xd.max(axis=a, keepdims=True)
+    x2 = xd.reshape(-1, c)
+    m = x2[np.arange(x2.shape[0]), x2.argmax(axis=1)]
+    return xd - m.reshape(xd.shape[:-1] + (1,))
+
 
 def _lse_rule(ctx, g, saved):
     x, out = saved
@@ -312,9 +339,11 @@ def softmax(x, axis=-1, *, dim=NOARG):
     xp = C.xp_of(xd)
 
     def fwd():
-        e = xp.exp(xd - xd.max(axis=a, keepdims=True)) if xd.size else xp.exp(xd)  # max of an empty axis fails
-        e /= e.sum(axis=a, keepdims=True)
-        return e
+        if not xd.size:  # nothing to normalise (and the max of an empty axis fails)
+            return xp.exp(xd)
+        e = shift_by_max(xd, a)
+        xp.exp(e, out=e)
+        return xp.divide(e, e.sum(axis=a, keepdims=True), out=xp.empty(e.shape, e.dtype))  # C-ordered
 
     out = C.timed("softmax", fwd)
     return record("softmax", _softmax_rule, out, (x,), save_out=True, attrs=a, info={"axis": a})
@@ -336,8 +365,9 @@ def log_softmax(x, axis=-1, *, dim=NOARG):
     def fwd():
         if not xd.size:  # nothing to normalise (and the max of an empty axis fails)
             return xd.astype(xp.result_type(xd.dtype, 1.0))
-        s = xd - xd.max(axis=a, keepdims=True)
-        return s - xp.log(xp.exp(s).sum(axis=a, keepdims=True))
+        s = shift_by_max(xd, a)
+        lse = xp.log(xp.exp(s).sum(axis=a, keepdims=True))
+        return xp.subtract(s, lse, out=xp.empty(s.shape, s.dtype))  # C-ordered
 
     out = C.timed("log_softmax", fwd)
     return record("log_softmax", _log_softmax_rule, out, (x,), save_out=True, attrs=a, info={"axis": a})
