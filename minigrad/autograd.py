@@ -303,6 +303,10 @@ def _gwrap(g):
 def _readonly(a):
     """A read-only view of a gradient array, so that one array shared by two
     gradients is never changed through the other (NumPy only)."""
+    if a.__class__ is _np.ndarray:  # the common case, first
+        a = a.view()
+        a.setflags(write=False)
+        return a
     if isinstance(a, _np.generic):
         a = _np.asarray(a)
     flags = getattr(a, "flags", None)
@@ -360,17 +364,19 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
         roots.append(node)
     # The walk allocates many short-lived containers and no reference cycles: pausing the
     # cycle collector spares it rescanning the (acyclic) graph again and again.
+    global GRAD_ENABLED
     gc_was_on = gc.isenabled()
     gc.disable()
+    mode = GRAD_ENABLED
+    GRAD_ENABLED = graph  # _grad_mode(graph), without a generator's cost on every backward
+    order = ()
     try:
         order = _collect(roots) if roots else ()
-        try:
-            with _grad_mode(graph):
-                _walk(order, graph, retain_graph, capture, leaves)
-        finally:
-            for n in order:
-                n._g = None
+        _walk(order, graph, retain_graph, capture, leaves)
     finally:
+        GRAD_ENABLED = mode
+        for n in order:
+            n._g = None
         if gc_was_on:
             gc.enable()
     for leaf, g in leaves.values():

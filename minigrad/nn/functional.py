@@ -204,11 +204,14 @@ def _ce_fwd(xd, td, reduction):
     p /= s[:, None]                            # softmax
     loss = xp.log(s)
     loss -= picked                             # logsumexp - x[t]
+    if reduction == "none":
+        return loss, p
+    if not n:
+        return xp.asarray(xp.nan if reduction == "mean" else 0, dtype=xd.dtype), p
+    loss = total(loss, axis=0, keepdims=True)  # an array, not a NumPy scalar
     if reduction == "mean":
-        loss = total(loss, axis=0) / n if n else xp.asarray(xp.nan, dtype=xd.dtype)
-    elif reduction == "sum":
-        loss = total(loss, axis=0)
-    return xp.asarray(loss, dtype=xd.dtype), p
+        loss /= n
+    return loss.reshape(()), p
 
 
 def _ce_rule(ctx, g, saved):

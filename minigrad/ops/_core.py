@@ -258,10 +258,11 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
     meta = []
     need = consts = False
     for x in inputs:  # one plain loop: this runs for every recorded op
-        if isinstance(x, Tensor):
+        if x.__class__ is Tensor or isinstance(x, Tensor):
             if x._rg:
                 need = True
-                parents.append(edge(x))
+                xn = x._node  # edge(x), inlined for the common case
+                parents.append(x if xn is None else xn if xn.view_ver is None and x._oidx == 0 else edge(x))
                 d = x.data
                 meta.append((d.shape, d.dtype))
                 continue
@@ -270,15 +271,20 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
         meta.append(None)
     if not need:
         return r
-    n = Node(op, rule, tuple(parents), tuple(meta), (out.shape, out.dtype), attrs)
+    n = _new_node(op, rule, tuple(parents), tuple(meta), (out.shape, out.dtype), attrs)
     if consts:  # Tensor inputs that need no grad: their shapes, for the picture
         n.consts = tuple((i, x.data.shape, x.data.dtype) for i, x in enumerate(inputs)
                          if isinstance(x, Tensor) and not x._rg)
-    n.info = info
+    if info is not None:
+        n.info = info
     if save_out:
         n.save(tuple(saved) + (r,), r)
+    elif len(saved) == 2:
+        _save_pair(n, saved[0], saved[1])
     elif saved:
         n.save(tuple(saved))
+    else:
+        n.saved = n.saved_t = n.vers = ()
     r._node = n
     r._rg = True
     if view_of is not None:

@@ -277,7 +277,11 @@ def shift_by_max(xd, a):
         return xd - xd.max(axis=a, keepdims=True)
     c = xd.shape[-1]
     if c <= _SHORT_ROW:
-        xt = np.moveaxis(xd, -1, 0).copy()  # always a copy: it is written below
+        if xd.ndim == 2:  # .T: np.moveaxis costs 2.6 us, a minibatch's whole shift 3
+            xt = xd.T.copy()  # always a copy: it is written below
+            xt -= np.maximum.reduce(xt, axis=0)
+            return xt.T
+        xt = np.moveaxis(xd, -1, 0).copy()
         xt -= np.maximum.reduce(xt, axis=0)
         return np.moveaxis(xt, 0, -1)
     if not xd.flags.c_contiguous:
