@@ -208,20 +208,29 @@ def bincount_add(xp, index, weights, minlength):
     return out
 
 
-# -- host matmul: stacked products across threads ------------------------------------------------
+# -- host matmul: how many of BLAS's threads a product gets ---------------------------------------
 #
-# OpenBLAS (the BLAS in NumPy's Linux and Windows wheels) computes a stacked product such as
-# (32, 128, 64) @ (32, 64, 128) one matrix at a time, each too small to share well among its
-# threads: on two cores it runs 1.2x slower than on one core per half of the batch. So on the
-# host `matmul` splits a stacked product of at least _SPLIT_STACK multiply-adds by batch across
-# as many threads as BLAS has (NumPy lets go of the GIL in matmul), each on one BLAS thread,
-# when the batch keeps every thread busy (a multiple of the threads, or at least four each).
-# Every matrix of the result is the same product as before. The BLAS thread count is
-# process-wide, so it is set back as soon as the product is done. MINIGRAD_BLAS_POLICY=0 turns
-# this off; where NumPy's BLAS is not an OpenBLAS whose thread count can be set (MKL, Apple's
-# Accelerate), `matmul` is plain `np.matmul`. (Running small products on one BLAS thread was
-# tried too: alone they got faster, inside a training step they did not.)
+# OpenBLAS (the BLAS in NumPy's Linux and Windows wheels) shares out products of more than
+# 2^18 multiply-adds among all its threads. Two choices here do better, measured on two cores:
+#
+# - Small products, up to _ONE_THREAD (2^21) multiply-adds, run on one BLAS thread: a
+#   minibatch layer's (64, 64) @ (64, 128) takes 12.6 us on one thread and 21.2 on two, and the
+#   elementwise op that reads a result half-written by another core runs up to 2x slower
+#   (its cache lines move across). From 4 x 2^20 on, two threads win (1.5-2x).
+# - A stacked product such as (32, 128, 64) @ (32, 64, 128), of at least _SPLIT_STACK
+#   multiply-adds, is computed by OpenBLAS one matrix at a time, each too small to share well:
+#   on two cores it runs 1.2x slower than on one core per half of the batch. So it is split by
+#   batch across as many Python threads as BLAS has (NumPy lets go of the GIL in matmul), each
+#   on one BLAS thread, when the batch keeps every thread busy (a multiple of the threads, or
+#   at least four each).
+#
+# Every result is the same product as before. The BLAS thread count is process-wide, so it is
+# set back as soon as the product is done. MINIGRAD_BLAS_POLICY=0 turns both off; where
+# NumPy's BLAS is not an OpenBLAS whose thread count can be set (MKL, Apple's Accelerate),
+# `matmul` is plain `np.matmul`.
 
+_BLAS_SMALL = 1 << 18   # OpenBLAS runs products up to this size on one thread by itself
+_ONE_THREAD = 1 << 21
 _SPLIT_STACK = 1 << 23
 _openblas = None  # (set_num_threads, get_num_threads) of NumPy's OpenBLAS; False: none / off
 _pool = None      # (executor, workers) for split stacked products, made on first use
@@ -280,25 +289,36 @@ def _split_stack(a, b, threads, out_dtype):
 
 
 def matmul(a, b):
-    """``a @ b`` for backend arrays; stacked host products split across threads (see above)."""
+    """``a @ b`` for backend arrays, with the host's BLAS threads shared out as above."""
     global _openblas
     if a.__class__ is not np.ndarray or b.__class__ is not np.ndarray:
         return array_module(a, b).matmul(a, b)
-    if (a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[0] < 2
-            or a.shape[2] != b.shape[1] or a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2] < _SPLIT_STACK):
+    if a.ndim < 2 or b.ndim < 2:
+        return a @ b
+    work = max(a.size * b.shape[-1], b.size * a.shape[-2])  # multiply-adds
+    if work <= _BLAS_SMALL or a.dtype.kind not in "fc" or b.dtype.kind not in "fc":
         return a @ b
     if _openblas is None:
         _openblas = _find_openblas()
-    dt = np.result_type(a, b)
-    if not _openblas or dt.kind not in "fc":
-        return np.matmul(a, b)
+    if not _openblas:
+        return a @ b
     setter, getter = _openblas
     before = getter()
+    if before <= 1:
+        return a @ b
+    if work <= _ONE_THREAD:
+        setter(1)
+        try:
+            return a @ b
+        finally:
+            setter(before)
+    if work < _SPLIT_STACK or a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
+        return a @ b
     n = a.shape[0]
-    if before <= 1 or n < before or (n % before and n < 4 * before):
-        return np.matmul(a, b)  # one thread, or threads that would sit idle for part of the split
+    if n < before or (n % before and n < 4 * before):
+        return a @ b  # threads that would sit idle for part of the split
     setter(1)
     try:
-        return _split_stack(a, b, before, dt)
+        return _split_stack(a, b, before, np.result_type(a, b))
     finally:
         setter(before)

@@ -425,14 +425,22 @@ def test_module_to_and_training_on_device(cuda, tmp_path):
 
 
 def _blas_threads():
-    be.matmul(np.ones((2, 1, 1)), np.ones((2, 1, 1)))  # looks the library up
+    if be._openblas is None:  # look the library up
+        be._openblas = be._find_openblas()
     return be._openblas[1]() if be._openblas else None
+
+
+def _split_everything(monkeypatch):
+    """Make even tiny stacked products take the split (no size gates)."""
+    monkeypatch.setattr(be, "_BLAS_SMALL", 0)
+    monkeypatch.setattr(be, "_ONE_THREAD", 0)
+    monkeypatch.setattr(be, "_SPLIT_STACK", 1)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
 @pytest.mark.parametrize("batch", [2, 3, 4, 9])
 def test_split_stacked_matmul_equals_numpy(monkeypatch, dtype, batch):
-    monkeypatch.setattr(be, "_SPLIT_STACK", 1)  # split even these small products
+    _split_everything(monkeypatch)
     rng = np.random.default_rng(batch)
     a = rng.standard_normal((batch, 5, 4)).astype(dtype)
     b = rng.standard_normal((batch, 6, 4)).astype(dtype).transpose(0, 2, 1)  # a strided operand
@@ -447,7 +455,7 @@ def test_stacked_matmul_is_split_only_when_it_keeps_every_thread_busy(monkeypatc
     threads = _blas_threads()
     if not threads:
         pytest.skip("NumPy's BLAS here is not an OpenBLAS whose thread count can be set")
-    monkeypatch.setattr(be, "_SPLIT_STACK", 1)
+    _split_everything(monkeypatch)
     splits = []
     real = be._split_stack
     monkeypatch.setattr(be, "_split_stack", lambda *args: splits.append(args[0].shape[0]) or real(*args))
@@ -461,7 +469,7 @@ def test_stacked_matmul_is_split_only_when_it_keeps_every_thread_busy(monkeypatc
 
 
 def test_matmul_that_is_not_split_is_plain_numpy(monkeypatch):
-    monkeypatch.setattr(be, "_SPLIT_STACK", 1)
+    _split_everything(monkeypatch)
     rng = np.random.default_rng(0)
     cases = [(rng.integers(0, 9, (3, 2, 2)), rng.integers(0, 9, (3, 2, 2))),  # integers
              (rng.standard_normal((3, 1, 2, 4)), rng.standard_normal((5, 4, 2))),  # broadcast batch
@@ -471,6 +479,36 @@ def test_matmul_that_is_not_split_is_plain_numpy(monkeypatch):
         np.testing.assert_array_equal(be.matmul(a, b), np.matmul(a, b))
     with pytest.raises(ValueError):
         be.matmul(np.ones((2, 3, 4)), np.ones((2, 5, 6)))
+
+
+def _spy_on_blas_threads(monkeypatch, threads=2):
+    """Stand in for OpenBLAS's thread-count functions: returns the list of counts set."""
+    sets = []
+    monkeypatch.setattr(be, "_openblas", (sets.append, lambda: sets[-1] if sets else threads))
+    return sets
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+def test_small_products_run_on_one_blas_thread(monkeypatch, dtype):
+    sets = _spy_on_blas_threads(monkeypatch)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((64, 64)).astype(dtype)
+    b = rng.standard_normal((128, 64)).astype(dtype).T  # x @ W.T of a minibatch layer
+    assert be._BLAS_SMALL < 64 * 64 * 128 <= be._ONE_THREAD
+    np.testing.assert_array_equal(be.matmul(a, b), a @ b)
+    assert sets == [1, 2]  # one thread for the product, then back
+    sets.clear()
+    be.matmul(a[:8], b[:, :8])  # small enough for OpenBLAS to keep to one thread itself
+    big = np.ones((256, 256), dtype)
+    be.matmul(big, big)  # 2^24 multiply-adds: all the threads
+    assert sets == []
+
+
+def test_one_thread_product_sets_the_count_back_when_it_fails(monkeypatch):
+    sets = _spy_on_blas_threads(monkeypatch)
+    with pytest.raises(ValueError):
+        be.matmul(np.ones((64, 64)), np.ones((65, 128)))  # in the one-thread range, mismatched
+    assert sets == [1, 2]
 
 
 def test_blas_policy_can_be_switched_off(monkeypatch):
@@ -483,7 +521,7 @@ def test_split_matmul_in_a_forked_child():
     code = (
         "import os, numpy as np\n"
         "from minigrad import backend as be\n"
-        "be._SPLIT_STACK = 1\n"
+        "be._SPLIT_STACK = 1; be._BLAS_SMALL = be._ONE_THREAD = 0\n"
         "a = np.ones((4, 3, 2)); b = np.ones((4, 2, 5))\n"
         "be.matmul(a, b)\n"
         "pid = os.fork()\n"

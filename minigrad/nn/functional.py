@@ -49,12 +49,12 @@ def _linear_rule(ctx, g, saved):
     mb = meta[2] if len(meta) == 3 else None
     gx = gw = gb = None
     if mx is not None:
-        gx = g @ w
+        gx = C.matmul(g, w)
     if mw is not None or mb is not None:
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         if mw is not None:
             x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
-            gw = g2.T @ x2
+            gw = C.matmul(g2.T, x2)
         if mb is not None:
             gb = _sum_rows(g2)
     return gx, gw, gb
@@ -112,7 +112,7 @@ def linear(x, weight, bias=None):
 
 
 def _linear_fwd(xd, wd, bd):
-    out = xd @ wd.T
+    out = _be.matmul(xd, wd.T)
     if bd is not None:
         if out.dtype == bd.dtype and out.ndim >= 1:
             out += bd  # a fresh array: add the bias in place, no temporary
