@@ -900,3 +900,12 @@ def test_square_by_mul_gives_each_use_its_gradient():
     y = x + 1.0
     (y * y).sum().backward()  # a non-leaf squared: one Node on both sides
     np.testing.assert_allclose(to_np(x.grad), 2 * (a + 1))
+    # squared under a sum: the gradient arrives as one value broadcast, and goes back as 2 g x
+    for dtype in (np.float32, np.float64):
+        x = mg.tensor(a.astype(dtype), requires_grad=True)
+        (x * x).sum().backward()
+        assert x.grad.dtype == dtype
+        np.testing.assert_allclose(to_np(x.grad), 2 * a, rtol=1e-6)
+    x = mg.zeros(2, 0, 3, requires_grad=True)
+    (x * x).sum().backward()
+    assert x.grad.shape == (2, 0, 3)

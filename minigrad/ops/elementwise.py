@@ -52,6 +52,9 @@ def _mul_rule(ctx, g, saved):
     mx, my = ctx.meta
     gx = gy = None
     if x is y and mx is not None and my is not None:  # one array on both sides: g * x serves both
+        if ctx.parents[0] is ctx.parents[1] and not C.is_t(g) and g.ndim and g.size and not any(g.strides):
+            # x * x under a sum: g is one value broadcast (a view), so 2 g x is one pass over x
+            return y * (g[(0,) * g.ndim] * 2), None
         gx = g * y
         if ctx.parents[0] is not ctx.parents[1]:  # two Tensors over it: each gets g * x
             return gx, gx
