@@ -4,6 +4,7 @@ op giving the same values and gradients on the CUDA device as on the CPU.
 The ``cuda`` fixture is the GPU where CuPy and a GPU are present, else the CPU stand-in
 ``minigrad._fakecupy`` (which refuses what CuPy refuses), so these run on every machine.
 """
+import os
 import subprocess
 import sys
 
@@ -533,3 +534,66 @@ def test_split_matmul_in_a_forked_child():
     if not hasattr(__import__("os"), "fork"):
         pytest.skip("no fork on this platform")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# -- host allocator: glibc's thresholds ---------------------------------------------------------
+
+
+class _FakeLibc:
+    def __init__(self):
+        self.calls = []
+
+    def mallopt(self, param, value):
+        self.calls.append((param, value))
+        return 1
+
+
+def test_malloc_thresholds_are_set_where_glibc_is(monkeypatch):
+    monkeypatch.setattr(be.sys, "platform", "linux")
+    libc = _FakeLibc()
+    assert be._tune_malloc({}, lambda: libc) is True
+    assert libc.calls == [(be._M_MMAP_THRESHOLD, 32 << 20), (be._M_TRIM_THRESHOLD, 64 << 20)]
+    assert be._tune_malloc({}, lambda: None) is False  # not glibc
+
+
+@pytest.mark.parametrize("env", [{"MINIGRAD_MALLOC": "0"}, {"MALLOC_TRIM_THRESHOLD_": "1"},
+                                 {"MALLOC_MMAP_THRESHOLD_": "1"}, {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1"}])
+def test_malloc_is_left_alone_when_asked_or_set_by_its_owner(monkeypatch, env):
+    monkeypatch.setattr(be.sys, "platform", "linux")
+    libc = _FakeLibc()
+    assert be._tune_malloc(env, lambda: libc) is False
+    assert libc.calls == []
+
+
+def test_malloc_is_left_alone_off_linux(monkeypatch):
+    monkeypatch.setattr(be.sys, "platform", "darwin")
+    libc = _FakeLibc()
+    assert be._tune_malloc({}, lambda: libc) is False and libc.calls == []
+
+
+def test_steps_that_free_large_arrays_do_not_fault_their_pages_in_again():
+    """Eight 2 MiB arrays made and freed per step: with glibc's default thresholds each step
+    gives the pages back and faults them in again; with minigrad's, they stay."""
+    if not sys.platform.startswith("linux") or be._glibc() is None:
+        pytest.skip("glibc only")
+    code = (
+        "import resource, numpy as np, minigrad\n"
+        "from minigrad import backend\n"
+        "def step():\n"
+        "    arrays = [np.ones(2 ** 18) for _ in range(8)]\n"
+        "    del arrays\n"
+        "for _ in range(3):\n"
+        "    step()\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+        "for _ in range(10):\n"
+        "    step()\n"
+        "print(backend.MALLOC_TUNED, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in be._USER_MALLOC_VARS}
+    runs = {}
+    for setting in ("1", "0"):
+        out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60, capture_output=True, text=True,
+                             env={**env, "MINIGRAD_MALLOC": setting}).stdout.split()
+        runs[setting] = (out[0] == "True", int(out[1]))
+    assert runs["1"][0] and not runs["0"][0]
+    assert runs["1"][1] < 200, runs  # (glibc 2.36's defaults here: about 40 000 faults)
