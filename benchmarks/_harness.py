@@ -61,9 +61,11 @@ def blas_threads() -> int:
     try:
         from threadpoolctl import threadpool_info  # noqa: PLC0415
 
-        for info in threadpool_info():
-            if info.get("user_api") == "blas":
-                return int(info["num_threads"])
+        # NumPy's own BLAS first: torch and SciPy may bring BLAS libraries of their own
+        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        blas.sort(key=lambda i: "numpy" not in i.get("filepath", ""))
+        if blas:
+            return int(blas[0]["num_threads"])
     except ImportError:
         pass
     env = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS")
