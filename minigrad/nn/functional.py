@@ -47,15 +47,14 @@ def _linear_rule(ctx, g, saved):
     meta = ctx.meta
     mx, mw = meta[0], meta[1]
     mb = meta[2] if len(meta) == 3 else None
-    mm = _be.matmul if g.__class__ is np.ndarray else C.matmul  # arrays, or create_graph's Tensors
     gx = gw = gb = None
     if mx is not None:
-        gx = mm(g, w)
+        gx = C.matmul(g, w)
     if mw is not None or mb is not None:
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         if mw is not None:
             x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
-            gw = mm(g2.T, x2)
+            gw = C.matmul(g2.T, x2)
         if mb is not None:
             gb = _sum_rows(g2)
     return gx, gw, gb

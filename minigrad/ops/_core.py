@@ -412,7 +412,7 @@ def data_of(x):
 
 
 def matmul(a, b):
-    if is_t(a) or is_t(b):
+    if (a.__class__ is not _nd or b.__class__ is not _nd) and (is_t(a) or is_t(b)):
         from .linalg import matmul as mm
 
         return mm(a, b)
