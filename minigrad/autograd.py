@@ -23,7 +23,6 @@ import gc
 import itertools
 import operator
 import time
-from contextlib import contextmanager
 import functools
 
 import numpy as _np
@@ -227,17 +226,6 @@ class enable_grad(_GradMode):
     _value = True
 
 
-@contextmanager
-def _grad_mode(value: bool):
-    global GRAD_ENABLED
-    prev = GRAD_ENABLED
-    GRAD_ENABLED = value
-    try:
-        yield
-    finally:
-        GRAD_ENABLED = prev
-
-
 # ---------------------------------------------------------------------------
 # The engine
 # ---------------------------------------------------------------------------
@@ -371,7 +359,7 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
     gc_was_on = gc.isenabled()
     gc.disable()
     mode = GRAD_ENABLED
-    GRAD_ENABLED = graph  # _grad_mode(graph), without a generator's cost on every backward
+    GRAD_ENABLED = graph  # rules record only with create_graph (no context manager: every backward runs this)
     order = ()
     try:
         order = _collect(roots) if roots else ()
@@ -746,7 +734,7 @@ def _forward(cls, ctx, args, kwargs, prof):
     PROFILER = None
     t0 = time.perf_counter()
     try:
-        with _grad_mode(False):
+        with no_grad():
             res = cls.forward(ctx, *args, **kwargs)
     finally:
         PROFILER = prof
