@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minigrad as mg  # noqa: E402
+from _bare_tape import chain as bare_chain  # noqa: E402
 from _harness import bench_side_by_side, report, torch_or_none  # noqa: E402
 
 BLOCKS = 200  # each block tanh((x*a+b)*a+b) is 5 ops (mul, add, mul, add, tanh): 1000 ops
@@ -74,7 +75,12 @@ def chain_workloads(n=16):
 
         assert np.allclose(th_run().numpy(), mg_run().numpy())
     assert np.allclose(np_run(), mg_run().numpy())
-    return mg_run, np_run, th_run
+
+    def bare_run():
+        return bare_chain(x0, a0, b0, BLOCKS)
+
+    assert np.allclose(bare_run(), mg_run().numpy())
+    return mg_run, np_run, th_run, bare_run
 
 
 def sum_workloads(dtype):
@@ -118,11 +124,12 @@ def sum_workloads(dtype):
 def main():
     rows = []
     targets = {}
-    mg_run, np_run, th_run = chain_workloads()
-    fns = {"minigrad": mg_run, "numpy": np_run}
+    mg_run, np_run, th_run, bare_run = chain_workloads()
+    fns = {"minigrad": mg_run, "numpy": np_run, "bare": bare_run}
     if th_run:
         fns["torch"] = th_run
     t = bench_side_by_side(fns)
+    bare = t.pop("bare")
     name = "chain 1000 ops (16 float64), fwd+bwd"
     rows.append((name, t))
     targets[name] = "<= 0.40x torch"
@@ -138,6 +145,10 @@ def main():
     report("core (issue 2)", rows, targets)
     per_op = rows[0][1]["minigrad"] / 1000
     print(f"\nchain: minigrad {per_op * 1e6:.2f} us per op (forward + backward)")
+    th = rows[0][1].get("torch")
+    print(f"chain on a bare Python tape (benchmarks/_bare_tape.py: one Wengert list, no checks, views, "
+          f"versions or broadcasting): {bare * 1e3:.2f} us per op"
+          + (f" = {bare / th:.2f}x torch: the floor of any Python tape" if th else ""))
 
 
 if __name__ == "__main__":

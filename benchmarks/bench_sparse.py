@@ -102,6 +102,14 @@ def scipy_workloads(idx, vals, side):
     return (lambda: m_rows.sum(axis=0)), (lambda: m_cols.sum(axis=1))
 
 
+def one_pass_floor(idx, vals, side):
+    """The single pass SciPy's ``sum(axis=0)`` makes, in NumPy: scatter-add every value into a
+    dense (side * side,) array at its kept coordinates' key. It finds no coordinates (the result
+    is dense), so it is a floor under any sparse-result sum, not a contender."""
+    keys = idx[0] * side + idx[2]  # computed once, outside the timing
+    return lambda: np.bincount(keys, weights=vals, minlength=side * side)
+
+
 def timeit(fn, repeat):
     """Best wall-clock and best CPU (process) time per call, in seconds. CPU time is the
     steadier number on a shared machine; wall time is what a user waits (torch uses
@@ -196,6 +204,8 @@ def main():
         sc_keys = ["scipy csr.sum(axis=0) (summed axis = rows)", "scipy csr.sum(axis=1) (summed axis = cols)"]
         t[sc_keys[0]] = timeit(sc_rows, rep)
         t[sc_keys[1]] = timeit(sc_cols, rep)
+    floor_key = "numpy: one bincount of the kept keys (dense)"
+    t[floor_key] = timeit(one_pass_floor(idx, vals, a.side), rep)
 
     threads = f" (torch threads: {torch.get_num_threads()})" if torch is not None else ""
     print(f"\n{'workload':46s} {'wall':>10s} {'cpu':>10s}{threads}")
@@ -217,6 +227,8 @@ def main():
               "minigrad fwd", k, "<= 1.00")
     for k in sc_keys[:1]:
         ratio("fwd+bwd vs " + k.split(" (")[0] + " (scipy: no bwd)", "minigrad fwd+bwd", k, "")
+    if sc_keys:
+        ratio("one-bincount floor vs scipy csr.sum(axis=0)", floor_key, sc_keys[0], "")
 
     pf = peak_bytes(mg_fwd)
     pfb = peak_bytes(mg_fb)

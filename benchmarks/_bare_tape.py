@@ -1,0 +1,85 @@
+"""The leanest Python tape we could write for bench_core's chain: what recording and replaying
+1000 ops costs in CPython before any of minigrad's features.
+
+It keeps one Wengert list (no graph walk, no sort), one small object per op, and
+no checks: no versions, views, broadcasting, dtypes, hooks, profile, freeing or errors.
+It only supports ``*``, ``+`` and ``tanh`` on arrays of one shape. It is not
+usable as an engine; it measures the floor of any Python tape above the NumPy calls.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_new = object.__new__
+
+
+class Var:
+    __slots__ = ("data", "i")  # i: the slot of this value's gradient in the tape's list
+
+
+class Tape:
+    def __init__(self):
+        self.ops = []   # (rule, out_slot, in_slots, saved) in the order they ran
+        self.n = 0
+
+    def leaf(self, a):
+        v = _new(Var)
+        v.data = a
+        v.i = self.n
+        self.n += 1
+        return v
+
+    def _out(self, data, rule, ins, saved):
+        v = _new(Var)
+        v.data = data
+        v.i = self.n
+        self.n += 1
+        self.ops.append((rule, v.i, ins, saved))
+        return v
+
+    def mul(self, x, y):
+        xd, yd = x.data, y.data
+        return self._out(xd * yd, _mul_rule, (x.i, y.i), (xd, yd))
+
+    def add(self, x, y):
+        return self._out(x.data + y.data, _add_rule, (x.i, y.i), None)
+
+    def tanh(self, x):
+        out = np.tanh(x.data)
+        return self._out(out, _tanh_rule, (x.i,), out)
+
+    def backward(self, root, g):
+        grads = [None] * self.n
+        grads[root.i] = g
+        for rule, o, ins, saved in reversed(self.ops):
+            g = grads[o]
+            if g is None:
+                continue
+            for i, gi in zip(ins, rule(g, saved), strict=True):
+                cur = grads[i]
+                grads[i] = gi if cur is None else cur + gi
+        return grads
+
+
+def _mul_rule(g, saved):
+    x, y = saved
+    return g * y, g * x
+
+
+def _add_rule(g, saved):
+    return g, g
+
+
+def _tanh_rule(g, y):
+    return (g * (1 - y * y),)
+
+
+def chain(x0, a0, b0, blocks):
+    """bench_core's chain on the bare tape: the gradient of sum(y) with respect to x."""
+    t = Tape()
+    x, a, b = t.leaf(x0), t.leaf(a0), t.leaf(b0)
+    mul, add, tanh = t.mul, t.add, t.tanh
+    y = x
+    for _ in range(blocks):
+        y = tanh(add(mul(add(mul(y, a), b), a), b))
+    return t.backward(y, np.ones_like(y.data))[x.i]
