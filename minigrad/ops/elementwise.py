@@ -1,460 +1,437 @@
-"""Elementwise ops: arithmetic with NumPy broadcasting, unary math, where, clip.
+"""Elementwise ops: arithmetic with NumPy broadcasting, unary math, where, clip, comparisons.
 
-Each forward sits beside its gradient rule. Rules undo broadcasting with
-``unb`` (sum_to) and use operators or the dual helpers of ``_core``.
+Each op's forward (over backend arrays) sits beside its gradient rule (over Tensors). Binary
+ops are registered with ``broadcast=True``: their rules return output-shaped gradients and
+the engine sums each back to its input's shape (``sum_to``, the one inverse of
+broadcasting). Masking rules (relu, clip, maximum, where) select with ``where``; they never
+multiply by a mask, so a NaN or inf elsewhere cannot leak into a gradient.
 """
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
-from ..tensor import Tensor, _wrap
-from . import _core as C
-from ._core import binary, unary, unb
-
-# -- arithmetic ---------------------------------------------------------------
+from ..engine import apply
+from ..tensor import Tensor
+from ._registry import Sample, composite, defop, public
 
 
-def _add_rule(ctx, g, saved):
-    mx, my = ctx.meta
-    gs = g.shape
-    gx = None if mx is None else g if gs == mx[0] else C.sum_to(g, mx[0])
-    gy = None if my is None else g if gs == my[0] else C.sum_to(g, my[0])
-    return gx, gy
+def _r(rng, *shape, low=None, away=None):
+    a = rng.standard_normal(shape)
+    if low is not None:
+        a = low + np.abs(a)
+    if away is not None:  # keep values away from a non-differentiable point
+        a = np.where(np.abs(a - away) < 0.1, a + 0.3, a)
+    return a
 
 
+def _binary_samples(rng, low=None):
+    return [Sample(_r(rng, 3, 4, low=low), _r(rng, 3, 4, low=low)),
+            Sample(_r(rng, 2, 3, 4, low=low), _r(rng, 4, low=low)),
+            Sample(_r(rng, 3, 1, low=low), _r(rng, 1, 4, low=low)),
+            Sample(_r(rng, 3, low=low), 1.5)]
+
+
+def _unary_samples(low=None, away=None):
+    return lambda rng: [Sample(_r(rng, 3, 4, low=low, away=away)), Sample(_r(rng, 5, low=low, away=away)),
+                        Sample(_r(rng, low=low, away=away))]
+
+
+# -- arithmetic ---------------------------------------------------------------------------
+
+
+def _add_rule(ctx, g):
+    return g, g
+
+
+ADD = defop("add", lambda xp, x, y: x + y, _add_rule, broadcast=True, kind="elementwise",
+            samples=_binary_samples, torch=lambda th, x, y: x + y)
+
+
+@public(ADD, method="add", dunders=("__add__", "__radd__"), numpy=(np.add,), inplace=("add_", "__iadd__"))
 def add(x, y):
-    """x + y with broadcasting."""
-    return binary("add", operator.add, _add_rule, x, y)
+    """x + y with NumPy broadcasting."""
+    return apply(ADD, x, y)
 
 
-def radd(x, y):
-    return binary("add", operator.add, _add_rule, y, x)
+def _sub_rule(ctx, g):
+    return g, (-g if ctx.parents[1] is not None else None)
 
 
-def _sub_rule(ctx, g, saved):
-    mx, my = ctx.meta
-    return (None if mx is None else unb(g, mx[0]), None if my is None else unb(-g, my[0]))
+SUB = defop("sub", lambda xp, x, y: x - y, _sub_rule, broadcast=True, kind="elementwise",
+            samples=_binary_samples, torch=lambda th, x, y: x - y)
 
 
+@public(SUB, method="sub", dunders=("__sub__", "__rsub__"), numpy=(np.subtract,), inplace=("sub_", "__isub__"))
 def sub(x, y):
-    """x - y with broadcasting."""
-    return binary("sub", operator.sub, _sub_rule, x, y)
+    """x - y with NumPy broadcasting."""
+    return apply(SUB, x, y)
 
 
-def rsub(x, y):
-    return binary("sub", operator.sub, _sub_rule, y, x)
+def _mul_rule(ctx, g):
+    x, y = ctx.saved  # each saved only when the other input needs a gradient
+    return (None if y is None else g * y), (None if x is None else g * x)
 
 
-def _mul_rule(ctx, g, saved):
-    x, y = saved
-    mx, my = ctx.meta
-    gx = gy = None
-    if x is y and mx is not None and my is not None:  # one array on both sides: g * x serves both
-        if ctx.parents[0] is ctx.parents[1] and not C.is_t(g) and g.ndim and g.size and not any(g.strides):
-            # x * x under a sum: g is one value broadcast (a view), so 2 g x is one pass over x
-            return y * (g[(0,) * g.ndim] * 2), None
-        gx = g * y
-        if ctx.parents[0] is not ctx.parents[1]:  # two Tensors over it: each gets g * x
-            return gx, gx
-        if C.is_t(gx):  # x * x: one gradient, 2 g x, sent once rather than g x twice and added
-            return gx * 2, None
-        gx *= 2
-        return gx, None
-    if mx is not None:
-        gx = g * y
-        if gx.shape != mx[0]:
-            gx = C.sum_to(gx, mx[0])
-    if my is not None:
-        gy = g * x
-        if gy.shape != my[0]:
-            gy = C.sum_to(gy, my[0])
-    return gx, gy
+MUL = defop("mul", lambda xp, x, y: x * y, _mul_rule, save=(0, 1), cross=True, broadcast=True,
+            kind="elementwise", samples=_binary_samples, torch=lambda th, x, y: x * y)
 
 
+@public(MUL, method="mul", dunders=("__mul__", "__rmul__"), numpy=(np.multiply,), inplace=("mul_", "__imul__"))
 def mul(x, y):
-    """x * y with broadcasting."""
-    return binary("mul", operator.mul, _mul_rule, x, y, "cross")
+    """x * y with NumPy broadcasting."""
+    return apply(MUL, x, y)
 
 
-def rmul(x, y):
-    return binary("mul", operator.mul, _mul_rule, y, x, "cross")
+def _div_rule(ctx, g):
+    x, y = ctx.saved
+    gx = g / y
+    return gx, (-gx * x / y if ctx.parents[1] is not None else None)
 
 
-def _div_rule(ctx, g, saved):
-    x, y = saved
-    mx, my = ctx.meta
-    gx = None if mx is None else unb(g / y, mx[0])
-    gy = None if my is None else unb(-g * x / (y * y), my[0])
-    return gx, gy
+DIV = defop("div", lambda xp, x, y: x / y, _div_rule, save=(0, 1), broadcast=True, kind="elementwise",
+            samples=lambda rng: _binary_samples(rng, low=0.5), torch=lambda th, x, y: x / y)
 
 
+@public(DIV, method=("div", "divide"), dunders=("__truediv__", "__rtruediv__"), numpy=(np.true_divide,),
+        inplace=("div_", "__itruediv__"))
 def div(x, y):
-    """x / y (true division) with broadcasting."""
-    return binary("div", operator.truediv, _div_rule, x, y, "both")
+    """x / y (true division) with NumPy broadcasting."""
+    return apply(DIV, x, y)
 
 
-def rdiv(x, y):
-    return binary("div", operator.truediv, _div_rule, y, x, "both")
-
-
-def _pow_rule(ctx, g, saved):
-    x, y = saved
-    mx, my = ctx.meta
+def _pow_rule(ctx, g):
+    x, y = ctx.saved
     gx = gy = None
-    if mx is not None:
-        if isinstance(y, (int, float)):
-            gx = g * y * x ** (y - 1) if y != 2 else g * 2 * x
+    if ctx.parents[0] is not None:
+        if isinstance(y, Tensor):  # d/dx x**y = y x**(y-1), and 0 where y == 0 (even at x == 0)
+            gx = where(y == 0, 0.0, g * y * x ** (y - 1))
+        elif y == 0:
+            gx = g * 0.0
         else:
-            gx = g * y * x ** (y - 1)
-        gx = unb(gx, mx[0])
-    if my is not None:
-        xd = C.data_of(x)
-        xp = C.xp_of(xd)
-        # d/dy x**y = x**y log x; 0 where x == 0 (PyTorch's convention)
-        safe = xp.where(xd == 0, 1, xd) if hasattr(xd, "shape") else (1 if xd == 0 else xd)
-        lg = C.log(safe) if not C.is_t(x) else C.log(C.where(xd == 0, 1.0, x))
-        gy = unb(g * (x ** y) * lg, my[0])
+            gx = g * (2 * x if y == 2 else y * x ** (y - 1))
+    if ctx.parents[1] is not None:  # d/dy x**y = x**y log x, and 0 where x == 0 (PyTorch's convention)
+        zero = x == 0
+        gy = where(zero, 0.0, g * ctx.out * log(where(zero, 1.0, x)))
     return gx, gy
 
 
-def pow(x, y):
-    """x ** y with broadcasting (either may be a Python scalar)."""
-    return binary("pow", operator.pow, _pow_rule, x, y, "both")
+POW = defop("pow", lambda xp, x, y: x ** y, _pow_rule, save=(0, 1), save_out=True, broadcast=True,
+            kind="elementwise", torch=lambda th, x, y: x ** y,
+            samples=lambda rng: _binary_samples(rng, low=0.5) + [Sample(_r(rng, 3, 4), 2), Sample(_r(rng, 4), 3.0),
+                                                                  Sample(_r(rng, 4), 0)])
 
 
-def rpow(x, y):
-    return binary("pow", operator.pow, _pow_rule, y, x, "both")
+@public(POW, method="pow", dunders=("__pow__", "__rpow__"), numpy=(np.power,), inplace=("pow_", "__ipow__"))
+def pow(x, y):  # noqa: A001 - the public name
+    """x ** y with NumPy broadcasting (either may be a Python number)."""
+    return apply(POW, x, y)
 
 
-def _floordiv_rule(ctx, g, saved):
-    return (None, None)  # piecewise constant: zero gradient wherever it exists
+FLOORDIV = defop("floordiv", lambda xp, x, y: x // y, kind="elementwise", broadcast=True)
 
 
+@public(FLOORDIV, method="floor_divide", dunders=("__floordiv__", "__rfloordiv__"), numpy=(np.floor_divide,),
+        inplace=("floor_divide_", "__ifloordiv__"))
 def floordiv(x, y):
-    """x // y (not differentiable: the result does not require grad)."""
-    return _nograd(binary("floordiv", operator.floordiv, _floordiv_rule, x, y))
+    """x // y (floor division; not differentiable: the result does not require grad)."""
+    return apply(FLOORDIV, x, y)
 
 
-def rfloordiv(x, y):
-    return _nograd(binary("floordiv", operator.floordiv, _floordiv_rule, y, x))
+def _mod_rule(ctx, g):
+    x, y = ctx.saved  # x % y = x - floor(x / y) y
+    return g, (-g * (x // y) if ctx.parents[1] is not None else None)
 
 
-def _mod_rule(ctx, g, saved):
-    x, y = saved
-    mx, my = ctx.meta
-    gx = None if mx is None else unb(g, mx[0])
-    gy = None
-    if my is not None:
-        q = C.xp_of(C.data_of(x)).floor(C.data_of(x) / C.data_of(y))
-        gy = unb(-g * q, my[0])
-    return gx, gy
+MOD = defop("mod", lambda xp, x, y: x % y, _mod_rule, save=(0, 1), broadcast=True, kind="elementwise",
+            torch=lambda th, x, y: th.remainder(x, y),
+            samples=lambda rng: [Sample(_r(rng, 3, 4, low=0.3) * 3, _r(rng, 3, 4, low=0.7)),
+                                 Sample(_r(rng, 4) * 3, 1.7)])
 
 
+@public(MOD, method=("remainder", "fmod_"), dunders=("__mod__", "__rmod__"), numpy=(np.remainder,),
+        inplace=("remainder_", "__imod__"))
 def mod(x, y):
-    """x % y (Python/NumPy sign convention)."""
-    return binary("mod", operator.mod, _mod_rule, x, y, "both")
+    """x % y (Python's and NumPy's sign convention)."""
+    return apply(MOD, x, y)
 
 
-def rmod(x, y):
-    return binary("mod", operator.mod, _mod_rule, y, x, "both")
+NEG = defop("neg", lambda xp, x: -x, lambda ctx, g: (-g,), kind="elementwise",
+            samples=_unary_samples(), torch=lambda th, x: -x)
 
 
-def _nograd(t):
-    t._node = None
-    t._rg = False
-    return t
-
-
-def _neg_rule(ctx, g, saved):
-    return (-g,)
-
-
+@public(NEG, method=("neg", "negative"), dunders=("__neg__",), numpy=(np.negative,))
 def neg(x):
-    return unary("neg", operator.neg, _neg_rule, x)
+    """-x."""
+    return apply(NEG, x)
 
 
-# -- unary math ---------------------------------------------------------------
+# -- unary math ------------------------------------------------------------------------------
 
 
-def _t(x):
-    return x if isinstance(x, Tensor) else Tensor(x)
+def _unary(name, forward, rule, samples, torch_name=None, numpy=(), save=(), save_out=False, method=None):
+    """Define, register and give a public face to a one-input math op (``mg.exp``, ``t.exp()``)."""
+    op = defop(name, forward, rule, save=save, save_out=save_out, kind="elementwise", samples=samples,
+               torch=lambda th, x: getattr(th, torch_name or name)(x))
+
+    def fn(x):
+        return apply(op, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"{name}(x), elementwise."
+    return public(op, method=method or name, numpy=numpy)(fn)
 
 
-def _exp_rule(ctx, g, saved):
-    return (g * saved[0],)
+exp = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), _unary_samples(),
+             numpy=(np.exp,), save_out=True)
+log = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.saved[0],), _unary_samples(low=0.2),
+             numpy=(np.log,), save=(0,))
+log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.saved[0] + 1),),
+               _unary_samples(low=0.1), numpy=(np.log1p,), save=(0,))
+sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), _unary_samples(low=0.2),
+              numpy=(np.sqrt,), save_out=True)
+sin = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.saved[0]),), _unary_samples(),
+             numpy=(np.sin,), save=(0,))
+cos = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.saved[0]),), _unary_samples(),
+             numpy=(np.cos,), save=(0,))
 
 
-def exp(x):
-    """e ** x, elementwise."""
-    if x.__class__ is not Tensor:
-        x = _t(x)
-    d = x.data
-    return unary("exp", np.exp if d.__class__ is np.ndarray else C.xp_of(d).exp, _exp_rule, x, 2)
+def _tanh_backward_rule(ctx, gg):
+    g, y = ctx.saved  # tanh_backward(g, y) = g (1 - y^2)
+    gg_g = tanh_backward(gg, y) if ctx.parents[0] is not None else None
+    return gg_g, (gg * g * y * -2.0 if ctx.parents[1] is not None else None)
 
 
-def _log_rule(ctx, g, saved):
-    return (g / saved[0],)
+def _tanh_backward_fwd(xp, g, y):
+    d = y * y
+    xp.subtract(1, d, out=d)  # one temporary: (1 - y y) g, in place
+    d *= g
+    return d
 
 
-def log(x):
-    """Natural logarithm, elementwise."""
-    if x.__class__ is not Tensor:
-        x = _t(x)
-    d = x.data
-    return unary("log", np.log if d.__class__ is np.ndarray else C.xp_of(d).log, _log_rule, x, 1)
+TANH_BACKWARD = defop("tanh_backward", _tanh_backward_fwd, _tanh_backward_rule, save=(0, 1),
+                      kind="elementwise",
+                      samples=lambda rng: [Sample(_r(rng, 3, 4), np.tanh(_r(rng, 3, 4)))],
+                      torch=lambda th, g, y: g * (1 - y * y))
 
 
-def _sqrt_rule(ctx, g, saved):
-    return (g / (2 * saved[0]),)
+def tanh_backward(g, y):
+    """The gradient of tanh given its output ``y``: ``g (1 - y^2)`` (its own op, so that
+    tanh's first-order rule is one array pass and its second order is still a rule)."""
+    return apply(TANH_BACKWARD, g, y)
 
 
-def sqrt(x):
-    """Square root, elementwise."""
-    if x.__class__ is not Tensor:
-        x = _t(x)
-    d = x.data
-    return unary("sqrt", np.sqrt if d.__class__ is np.ndarray else C.xp_of(d).sqrt, _sqrt_rule, x, 2)
+tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (tanh_backward(g, ctx.out),), _unary_samples(),
+              numpy=(np.tanh,), save_out=True)
 
 
-def _tanh_rule(ctx, g, saved):
-    y = saved[0]
-    return (g * (1 - y * y),)
-
-
-def tanh(x):
-    """Hyperbolic tangent, elementwise."""
-    if x.__class__ is not Tensor:
-        x = _t(x)
-    d = x.data
-    return unary("tanh", np.tanh if d.__class__ is np.ndarray else C.xp_of(d).tanh, _tanh_rule, x, 2)
-
-
-def _sigmoid_fwd(x):
-    xp = C.xp_of(x)
+def _sigmoid_fwd(xp, x):
     return xp.tanh(x * 0.5) * 0.5 + 0.5  # stable for large |x|
 
 
-def _sigmoid_rule(ctx, g, saved):
-    y = saved[0]
+def _sigmoid_rule(ctx, g):
+    y = ctx.out
     return (g * y * (1 - y),)
 
 
-def sigmoid(x):
-    """1 / (1 + e ** -x), elementwise (computed stably)."""
-    return unary("sigmoid", _sigmoid_fwd, _sigmoid_rule, _t(x), 2)
+sigmoid = _unary("sigmoid", _sigmoid_fwd, _sigmoid_rule, _unary_samples(), save_out=True)
+relu = _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda ctx, g: (where(ctx.out > 0, g, 0.0),),
+              _unary_samples(away=0.0), save_out=True)
+
+SIGN = defop("sign", lambda xp, x: xp.sign(x), kind="elementwise")
 
 
-def _relu_fwd(x):
-    return C.xp_of(x).maximum(x, 0)
+@public(SIGN, method="sign", numpy=(np.sign,))
+def sign(x):
+    """-1, 0 or 1 by the sign of x (not differentiable: a constant for the gradient)."""
+    return apply(SIGN, x)
 
 
-def _relu_rule(ctx, g, saved):
-    return (g * (C.data_of(saved[0]) > 0),)
+abs = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.saved[0]),), _unary_samples(away=0.0),  # noqa: A001
+             numpy=(np.absolute,), save=(0,))
+
+CLONE = defop("clone", lambda xp, x: x.copy(), lambda ctx, g: (g,), kind="elementwise",
+              samples=_unary_samples(), torch=lambda th, x: x.clone())
 
 
-def relu(x):
-    """max(x, 0), elementwise (gradient 0 at 0)."""
-    return unary("relu", _relu_fwd, _relu_rule, _t(x), 2)
-
-
-def _sin_rule(ctx, g, saved):
-    return (g * C.cos(saved[0]),)
-
-
-def sin(x):
-    x = _t(x)
-    return unary("sin", C.xp_of(x.data).sin, _sin_rule, x, 1)
-
-
-def _cos_rule(ctx, g, saved):
-    return (-g * C.sin(saved[0]),)
-
-
-def cos(x):
-    x = _t(x)
-    return unary("cos", C.xp_of(x.data).cos, _cos_rule, x, 1)
-
-
-def _abs_rule(ctx, g, saved):
-    return (g * C.sign(saved[0]),)
-
-
-def abs(x):  # noqa: A001 - the public name
-    """|x|, elementwise (gradient 0 at 0)."""
-    x = _t(x)
-    return unary("abs", C.xp_of(x.data).abs, _abs_rule, x, 1)
-
-
-def _identity_rule(ctx, g, saved):
-    return (g,)
-
-
+@public(CLONE, method=("clone", "copy"), numpy=(np.copy,))
 def clone(x):
     """A copy with its own storage; the gradient passes through."""
-    return unary("clone", lambda a: a.copy(), _identity_rule, x)
+    return apply(CLONE, x)
 
 
-def _astype_rule(ctx, g, saved):
-    return (g,)  # the engine casts back to the input's dtype
+ASTYPE = defop("astype", lambda xp, x, dtype: x.astype(dtype), lambda ctx, g, dtype: (g,),  # the engine casts back
+               kind="elementwise", samples=lambda rng: [Sample(_r(rng, 3, 4), dtype=np.float32)])
 
 
+@public(ASTYPE, method="astype", export=False)
 def astype(x, dtype):
     """Cast to ``dtype``; differentiable between floating dtypes."""
     dtype = np.dtype(dtype)
     if x.data.dtype == dtype:
         return x
-    out = unary("astype", lambda a: a.astype(dtype), _astype_rule, x)
-    if dtype.kind not in "fc":
-        _nograd(out)
-    return out
+    return apply(ASTYPE, x, dtype=dtype)
 
 
-# -- two-input elementwise ------------------------------------------------------
+# -- two-input selection ----------------------------------------------------------------------
 
 
-def _minmax_rule(ctx, g, saved):
-    x, y = saved
-    xd, yd = C.data_of(x), C.data_of(y)
-    mx, my = ctx.meta
-    big = ctx.attrs  # True for maximum
-    wins = (xd > yd) if big else (xd < yd)
-    tie = (xd == yd) * 0.5
-    wx = wins + tie
-    gx = None if mx is None else unb(g * wx, mx[0])
-    gy = None if my is None else unb(g * (1 - wx), my[0])
+def _extremum_rule(ctx, g, bigger):
+    x, y = ctx.saved
+    tie = x == y
+    half = g * 0.5
+    wins_x = (x > y) if bigger else (x < y)
+    gx = where(wins_x, g, where(tie, half, 0.0)) if ctx.parents[0] is not None else None
+    gy = where(wins_x | tie, where(tie, half, 0.0), g) if ctx.parents[1] is not None else None
     return gx, gy
 
 
-def maximum(x, y):
-    """Elementwise maximum with broadcasting; ties split the gradient evenly."""
-    out = binary("maximum", lambda a, b: C.xp_of(a if hasattr(a, "shape") else b).maximum(a, b), _minmax_rule, x, y, "both")
-    if out._node is not None:
-        out._node.attrs = True
-    return out
+def _binary_op(name, fwd, rule, samples, torch, numpy, doc):
+    op = defop(name, fwd, rule, save=(0, 1), broadcast=True, kind="elementwise", samples=samples, torch=torch)
+
+    def fn(x, y):
+        return apply(op, x, y)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return public(op, method=name, numpy=numpy)(fn)
 
 
-def minimum(x, y):
-    """Elementwise minimum with broadcasting; ties split the gradient evenly."""
-    out = binary("minimum", lambda a, b: C.xp_of(a if hasattr(a, "shape") else b).minimum(a, b), _minmax_rule, x, y, "both")
-    if out._node is not None:
-        out._node.attrs = False
-    return out
+def _distinct_samples(rng):
+    return [Sample(_r(rng, 3, 4), _r(rng, 3, 4) + 0.05), Sample(_r(rng, 2, 3), _r(rng, 3) + 0.05)]
 
 
-def _where_rule(ctx, g, saved):
-    (c,) = saved
-    mx, my = ctx.meta[1], ctx.meta[2]
-    gx = None if mx is None else unb(C.where(c, g, 0.0), mx[0])
-    gy = None if my is None else unb(C.where(c, 0.0, g), my[0])
+maximum = _binary_op("maximum", lambda xp, x, y: xp.maximum(x, y), lambda ctx, g: _extremum_rule(ctx, g, True),
+                     _distinct_samples, lambda th, x, y: th.maximum(x, y), (np.maximum,),
+                     "Elementwise maximum with broadcasting; ties split the gradient evenly.")
+minimum = _binary_op("minimum", lambda xp, x, y: xp.minimum(x, y), lambda ctx, g: _extremum_rule(ctx, g, False),
+                     _distinct_samples, lambda th, x, y: th.minimum(x, y), (np.minimum,),
+                     "Elementwise minimum with broadcasting; ties split the gradient evenly.")
+
+
+def _where_fwd(xp, c, x, y):
+    if c.dtype != bool:
+        c = c.astype(bool)
+    return xp.where(c, x, y)
+
+
+def _where_rule(ctx, g):
+    (c,) = ctx.saved
+    gx = where(c, g, 0.0) if ctx.parents[1] is not None else None
+    gy = where(c, 0.0, g) if ctx.parents[2] is not None else None
     return None, gx, gy
 
 
+WHERE = defop("where", _where_fwd, _where_rule, save=(0,), broadcast=True, kind="elementwise",
+              torch=lambda th, c, x, y: th.where(c, x, y),
+              samples=lambda rng: [Sample(rng.random((3, 4)) > 0.5, _r(rng, 3, 4), _r(rng, 3, 4)),
+                                   Sample(rng.random((3, 1)) > 0.5, _r(rng, 4), 2.0)])
+
+
+@public(WHERE, numpy=(np.where,))
 def where(cond, x, y):
     """Elementwise ``x`` where ``cond`` else ``y``, with broadcasting.
 
     >>> mg.where(x > 0, x, 0.0)
     """
-    c = cond.data if isinstance(cond, Tensor) else C.const(cond, "where")
-    xd = x.data if isinstance(x, Tensor) else C.const(x, "where")
-    yd = y.data if isinstance(y, Tensor) else C.const(y, "where")
-    xp = C.xp_all("where", c, xd, yd)
-    if hasattr(c, "dtype") and c.dtype != bool:
-        c = c.astype(bool)
     try:
-        out = C.timed("where", xp.where, c, xd, yd)
-    except ValueError:
-        raise ValueError(
-            f"where: cond, x and y could not be broadcast together: shapes {C._shape_of(c)}, "
-            f"{C._shape_of(xd)} and {C._shape_of(yd)}"
-        ) from None
-    # a bool cond Tensor is saved itself, so that writing it in place before backward is refused
-    # rather than routing the gradient by the new mask
-    keep = cond if isinstance(cond, Tensor) and c is cond.data else c
-    return C.record("where", _where_rule, out, (cond, x, y), saved=(keep,))
+        return apply(WHERE, cond, x, y)
+    except ValueError as e:
+        if "broadcast" not in str(e):
+            raise
+        shapes = [getattr(getattr(a, "data", a), "shape", "scalar") for a in (cond, x, y)]
+        raise ValueError(f"where: cond, x and y could not be broadcast together: shapes {shapes[0]}, "
+                         f"{shapes[1]} and {shapes[2]}") from None
 
 
-def _clip_rule(ctx, g, saved):
-    (x,) = saved
-    lo, hi = ctx.attrs
-    xd = C.data_of(x)
-    m = True
+def _clip_rule(ctx, g, lo, hi):
+    (x,) = ctx.saved
+    inside = None
     if lo is not None:
-        m = xd >= lo
+        inside = x >= lo
     if hi is not None:
-        m = m & (xd <= hi)
-    return (g * m,)
+        inside = (x <= hi) if inside is None else inside & (x <= hi)
+    return (where(inside, g, 0.0),)
 
 
+CLIP = defop("clip", lambda xp, x, lo, hi: xp.clip(x, lo, hi), _clip_rule, save=(0,), kind="elementwise",
+             torch=lambda th, x, lo=None, hi=None: th.clamp(x, lo, hi),
+             samples=lambda rng: [Sample(_r(rng, 3, 4, away=0.5), lo=-0.5, hi=0.5),
+                                  Sample(_r(rng, 5, away=0.0), lo=0.0, hi=None)])
+
+
+def _bound(b, name):
+    if b is None or isinstance(b, Tensor):
+        return b
+    if isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, float, np.number)):
+        raise TypeError(f"clip: {name} must be a number, a Tensor or None, got {type(b).__name__} {b!r}")
+    return float(b) if isinstance(b, np.floating) else b
+
+
+@public(CLIP, method=("clip", "clamp"), export=("clip"), numpy=(np.clip,), inplace=("clamp_", "clip_"))
 def clip(x, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     """Clamp into [min, max] (either may be None); gradient 1 inside, bounds included."""
-    x = _t(x)
-    if min is None and max is None:
+    lo, hi = _bound(min, "min"), _bound(max, "max")
+    if lo is None and hi is None:
         raise ValueError("clip: at least one of min and max must be given")
-    if isinstance(min, Tensor) or isinstance(max, Tensor):
+    if isinstance(lo, Tensor) or isinstance(hi, Tensor):
         out = x
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
+        if lo is not None:
+            out = maximum(out, lo)
+        if hi is not None:
+            out = minimum(out, hi)
         return out
-    xp = C.xp_of(x.data)
-    return unary("clip", lambda a: xp.clip(a, min, max), _clip_rule, x, 1, attrs=(min, max))
+    return apply(CLIP, x, lo=lo, hi=hi)
 
 
 clamp = clip
 
 
-# -- comparisons and logic (no gradient) ----------------------------------------
+# -- comparisons and logic (not differentiable) ---------------------------------------------------
 
 
-def _cmp(name, f):
-    def op(x, y):
-        xd = x.data if isinstance(x, Tensor) else C.const(x, name)
+def _compare(name, fwd, dunders, numpy, method):
+    op = defop(name, fwd, kind="elementwise", broadcast=True)
+
+    def fn(x, y):
         if y is None:
             return NotImplemented
         try:
-            yd = y.data if isinstance(y, Tensor) else C.const(y, name)
+            return apply(op, x, y)
         except TypeError:
             return NotImplemented
-        if type(xd) is not type(yd):
-            C.check_same_device(name, xd, yd)
-        try:
-            return _wrap(C.as_array_out(f(xd, yd)))
-        except ValueError as e:
-            if "broadcast" in str(e):
-                raise ValueError(
-                    f"{name}: operands could not be broadcast together: shapes {C._shape_of(xd)} and {C._shape_of(yd)}"
-                ) from None
-            raise
 
-    op.__name__ = name
-    return op
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise {name} (a bool tensor; not differentiable)."
+    return public(op, method=method, dunders=dunders, numpy=numpy, export=name if method else False)(fn)
 
 
-lt = _cmp("lt", operator.lt)
-le = _cmp("le", operator.le)
-gt = _cmp("gt", operator.gt)
-ge = _cmp("ge", operator.ge)
-eq = _cmp("eq", operator.eq)
-ne = _cmp("ne", operator.ne)
-logical_and = _cmp("and", operator.and_)
-logical_or = _cmp("or", operator.or_)
-logical_xor = _cmp("xor", operator.xor)
+lt = _compare("lt", lambda xp, x, y: x < y, ("__lt__",), (np.less,), ("lt", "less"))
+le = _compare("le", lambda xp, x, y: x <= y, ("__le__",), (np.less_equal,), ("le", "less_equal"))
+gt = _compare("gt", lambda xp, x, y: x > y, ("__gt__",), (np.greater,), ("gt", "greater"))
+ge = _compare("ge", lambda xp, x, y: x >= y, ("__ge__",), (np.greater_equal,), ("ge", "greater_equal"))
+eq = _compare("eq", lambda xp, x, y: x == y, ("__eq__",), (np.equal,), ("eq", "equal"))
+ne = _compare("ne", lambda xp, x, y: x != y, ("__ne__",), (np.not_equal,), ("ne", "not_equal"))
+logical_and = _compare("logical_and", lambda xp, x, y: x & y, ("__and__", "__rand__"), (np.logical_and,), ())
+logical_or = _compare("logical_or", lambda xp, x, y: x | y, ("__or__", "__ror__"), (np.logical_or,), ())
+logical_xor = _compare("logical_xor", lambda xp, x, y: x ^ y, ("__xor__", "__rxor__"), (np.logical_xor,), ())
+
+NOT = defop("logical_not", lambda xp, x: ~x if x.dtype.kind in "biu" else xp.logical_not(x), kind="elementwise")
 
 
+@public(NOT, dunders=("__invert__",), numpy=(np.logical_not,))
 def logical_not(x):
-    d = x.data
-    return _wrap(C.as_array_out(~d if d.dtype.kind in "biu" else C.xp_of(d).logical_not(d)))
+    """Elementwise not (``~x``)."""
+    return apply(NOT, x)
 
 
+@composite("isclose", kind="compare")
 def isclose(x, y, rtol=1e-5, atol=1e-8):
-    xd, yd = C.data_of(x), C.data_of(y)
-    return _wrap(C.xp_of(xd).isclose(xd, yd, rtol=rtol, atol=atol))
+    """Elementwise |x - y| <= atol + rtol |y| (a bool tensor)."""
+    return abs(x - y) <= abs(y) * rtol + atol
 
 
+@composite("allclose", kind="compare")
 def allclose(x, y, rtol=1e-5, atol=1e-8) -> bool:
+    """Whether every element is close (``isclose``)."""
     return bool(isclose(x, y, rtol, atol).data.all())
-
 

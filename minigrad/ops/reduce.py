@@ -1,5 +1,5 @@
-"""Reductions. Sum is the reference: the others reuse its axis rules and its
-backward (reshape to keepdims, then broadcast: a view, no copy)."""
+"""Reductions. Sum is the reference: the others reuse its axis rules, and its gradient rule is
+the mirror image of broadcasting (reshape to keep the reduced axes, then broadcast: a view)."""
 from __future__ import annotations
 
 import builtins
@@ -8,14 +8,16 @@ import numbers
 import numpy as np
 
 from .._util import NOARG, pick
+from ..backend import to_numpy
+from ..engine import apply
 from ..errors import AxisError
-from ..tensor import Tensor, _wrap
-from . import _core as C
-from ._core import record
+from ..tensor import Tensor
+from ._registry import Sample, composite, defop, public
+from .elementwise import where
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
-    """Axis spec -> sorted tuple of non-negative axes (API.md's table).
+    """Axis spec -> sorted tuple of non-negative axes (the sum table of the docs).
 
     None: every axis; int, tuple, list or 1-D integer array: those axes, negative
     counted from the end; () : none. Out of range -> AxisError, duplicates ->
@@ -30,17 +32,12 @@ def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
             raise TypeError(f"{op}: axis array must hold integers, got dtype {axis.dtype}")
         if axis.ndim > 1:
             raise TypeError(f"{op}: axis array must be 0-d or 1-D, got shape {tuple(axis.shape)}")
-        from ..backend import to_numpy
-
         host = to_numpy(axis)
         axis = int(host) if host.ndim == 0 else [int(a) for a in host]
     if isinstance(axis, (bool, np.bool_)):
         raise TypeError(f"{op}: axis must be an int, a tuple of ints or None, got bool {axis!r}")
     if isinstance(axis, numbers.Integral):
-        a = int(axis)
-        if not -ndim <= a < ndim:
-            raise AxisError(_range_msg(op, a, ndim))
-        return (a + ndim if a < 0 else a,)
+        return (_one_axis(int(axis), ndim, op),)
     if not isinstance(axis, (tuple, list)):
         raise TypeError(
             f"{op}: axis must be None, an int, a tuple/list of ints or a 1-D integer array, "
@@ -50,10 +47,7 @@ def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
     for a in axis:
         if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Integral):
             raise TypeError(f"{op}: every axis must be an int, got {type(a).__name__} {a!r} in {axis!r}")
-        a = int(a)
-        if not -ndim <= a < ndim:
-            raise AxisError(_range_msg(op, a, ndim))
-        n = a + ndim if a < 0 else a
+        n = _one_axis(int(a), ndim, op)
         if n in out:
             raise ValueError(
                 f"{op}: duplicate axis {n} in {tuple(axis)!r} (each axis may appear once after "
@@ -63,17 +57,22 @@ def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def _range_msg(op, a, ndim):
-    if ndim == 0:
-        return f"{op}: axis {a} is out of bounds for a 0-d tensor (only axis=None or () is allowed)"
-    return f"{op}: axis {a} is out of bounds for a tensor of ndim {ndim} (valid range [{-ndim}, {ndim - 1}])"
+def _one_axis(a, ndim, op):
+    if not -ndim <= a < ndim:
+        if ndim == 0:
+            raise AxisError(f"{op}: axis {a} is out of bounds for a 0-d tensor (only axis=None or () is allowed)")
+        raise AxisError(f"{op}: axis {a} is out of bounds for a tensor of ndim {ndim} "
+                        f"(valid range [{-ndim}, {ndim - 1}])")
+    return a + ndim if a < 0 else a
 
 
-def _keep_shape(shape, axes):
+def keep_shape(shape, axes):
+    """``shape`` with the reduced ``axes`` kept as size 1."""
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
 
 
-def _result_dtype(dtype, given):
+def result_dtype(dtype, given):
+    """Sum's result dtype: ``given``, else NumPy's (bool and signed ints -> int64, unsigned -> uint64)."""
     if given is not None:
         return np.dtype(given)
     k = dtype.kind
@@ -92,19 +91,40 @@ def _t(x, op):
     return Tensor(x)
 
 
-# -- sum ------------------------------------------------------------------------
+def _kept(g, shape, axes, keepdims):
+    """A reduced gradient (or output) with its reduced axes back as size 1."""
+    return g if keepdims or not axes else g.reshape(keep_shape(shape, axes))
 
 
-def _sum_rule(ctx, g, saved):
-    shape, keep = ctx.attrs
-    if keep is not None and g.shape != keep:
-        g = g.reshape(keep)
-    dt = ctx.meta[0][1]
+def _reduce_samples(rng):
+    x = rng.standard_normal((2, 3, 4))
+    return [Sample(x, axes=(1,), keepdims=False), Sample(x, axes=(0, 2), keepdims=True),
+            Sample(x, axes=(0, 1, 2), keepdims=False), Sample(rng.standard_normal(5), axes=(0,), keepdims=False)]
+
+
+# -- sum ------------------------------------------------------------------------------------
+
+
+def _sum_fwd(xp, x, axes, keepdims, dtype=None):
+    if not axes:  # () : no reduction, an identity copy (NumPy / OpenVINO ReduceSum)
+        return x.astype(dtype) if dtype is not None else x.copy()
+    return x.sum(axes, dtype, None, keepdims)
+
+
+def _sum_rule(ctx, g, axes, keepdims, dtype=None):
+    shape, dt = ctx.meta[0]
+    g = _kept(g, shape, axes, keepdims)
     if g.dtype != dt:  # cast the small gradient, then broadcast: the result stays a view
         g = g.astype(dt)
-    return (C.broadcast_to(g, shape),)
+    return (g.broadcast_to(shape),)
 
 
+SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", samples=lambda rng: _reduce_samples(rng) + [
+    Sample(rng.standard_normal((3, 4)), axes=(), keepdims=False)],
+    torch=lambda th, x, axes, keepdims, dtype=None: x.sum(dim=axes, keepdim=keepdims) if axes else x.clone())
+
+
+@public(SUM, method="sum", numpy=(np.sum,))
 def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):  # noqa: A001
     """Sum of elements over the given axes.
 
@@ -114,8 +134,8 @@ def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
             (negative counts from the end), or () for no reduction (an identity copy).
             ``dim`` is an alias.
         keepdims: keep each reduced axis with size 1 (``keepdim`` is an alias).
-        dtype: accumulation and result dtype; by default bool and signed ints sum
-            to int64, unsigned to uint64, floats keep their dtype.
+        dtype: accumulation and result dtype; by default bool and signed ints
+            sum to int64, unsigned to uint64, floats keep their dtype.
 
     Returns:
         a Tensor; its gradient broadcasts back over the reduced axes.
@@ -126,27 +146,39 @@ def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
     axis = pick("axis", axis, "dim", dim, None, "sum")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "sum"))
     x = _t(x, "sum")
-    xd = x.data
-    shape = xd.shape
+    nd = x.data.ndim
     if axis is None:
-        axes = tuple(range(xd.ndim))
-    elif type(axis) is int and -xd.ndim <= axis < xd.ndim:
-        axes = (axis + xd.ndim if axis < 0 else axis,)
+        axes = tuple(range(nd))
+    elif type(axis) is int and -nd <= axis < nd:
+        axes = (axis + nd if axis < 0 else axis,)
     else:
-        axes = normalize_axis(axis, xd.ndim, "sum")
-    rdt = _result_dtype(xd.dtype, dtype)
-    if not axes:  # () : no reduction, an identity copy (NumPy / OpenVINO ReduceSum)
-        out = C.timed("sum", lambda: xd.astype(rdt) if rdt is not None else xd.copy())
-        keep = None
-    else:
-        out = C.timed("sum", xd.sum, axes, rdt, None, keepdims)
-        keep = None if keepdims else _keep_shape(shape, axes)
-    r = record("sum", _sum_rule, out, (x,), attrs=(shape, keep), info={"axis": axes, "keepdims": keepdims})
-    if r._rg and r.data.dtype.kind not in "fc":
-        r._node, r._rg = None, False  # an integer result carries no gradient
-    return r
+        axes = normalize_axis(axis, nd, "sum")
+    return apply(SUM, x, axes=axes, keepdims=keepdims, dtype=result_dtype(x.data.dtype, dtype))
 
 
+@composite("sum_to", method="sum_to", kind="reduce",
+           samples=lambda rng: [Sample(rng.standard_normal((2, 3, 4)), (3, 1)), Sample(rng.standard_normal((3, 4)), (4,))])
+def sum_to(x, shape):
+    """The one inverse of broadcasting: sum ``x`` down to ``shape``.
+
+    Sums away leading axes and the axes where ``shape`` has size 1; its gradient is
+    ``broadcast_to``.
+    """
+    x = _t(x, "sum_to")
+    shape = tuple(shape)
+    xs = x.shape
+    if xs == shape:
+        return x
+    lead = len(xs) - len(shape)
+    if lead < 0 or any(s != 1 and xs[i + lead] != s for i, s in enumerate(shape)):
+        raise ValueError(f"sum_to: shape {tuple(xs)} does not broadcast from {shape}")
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and xs[i + lead] != 1)
+    y = sum(x, axes, keepdims=True)
+    return y.reshape(shape) if lead else y
+
+
+@composite("mean", method="mean", kind="reduce", numpy=(np.mean,),
+           samples=lambda rng: [Sample(rng.standard_normal((2, 3)), 1), Sample(rng.standard_normal((2, 3)))])
 def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
     """Arithmetic mean over the given axes (sum's axis rules); ints average to float64."""
     axis = pick("axis", axis, "dim", dim, None, "mean")
@@ -162,219 +194,253 @@ def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG)
     return s / count if count else s * float("nan")
 
 
+def _ddof(ddof, correction):
+    return ddof if correction is None else correction
+
+
+@composite("var", method="var", kind="reduce", numpy=(np.var,),
+           samples=lambda rng: [Sample(rng.standard_normal((3, 4)), 1), Sample(rng.standard_normal((3, 4)), ddof=1)])
 def var(x, axis=NOARG, keepdims=NOARG, ddof=0, *, dim=NOARG, keepdim=NOARG, correction=None):
     """Variance over the given axes; ``ddof`` (or PyTorch's ``correction``) as in NumPy (default 0)."""
     axis = pick("axis", axis, "dim", dim, None, "var")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "var"))
-    if correction is not None:
-        ddof = correction
     x = _t(x, "var")
     axes = normalize_axis(axis, x.ndim, "var")
     count = 1
     for a in axes:
         count *= x.shape[a]
-    m = mean(x, axes, True)
-    d = x - m
-    return sum(d * d, axes, keepdims) / builtins.max(count - ddof, 0)
+    d = x - mean(x, axes, True)
+    return sum(d * d, axes, keepdims) / builtins.max(count - _ddof(ddof, correction), 0)
 
 
+def _std_rule(ctx, g, axes, keepdims, ddof):
+    (x,) = ctx.saved
+    shape = ctx.meta[0][0]
+    out = _kept(ctx.out, shape, axes, keepdims)
+    g = _kept(g, shape, axes, keepdims)
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    d = x - x.mean(axis=axes, keepdims=True)
+    # where the deviation is 0 the gradient is 0, as PyTorch's (selected, so no 0/0 NaN)
+    return (where(out == 0, 0.0, g * d / (out * (n - ddof))),)
+
+
+STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddof, keepdims=keepdims), _std_rule,
+            save=(0,), save_out=True, kind="reduce",
+            samples=lambda rng: [Sample(rng.standard_normal((3, 4)), axes=(1,), keepdims=False, ddof=0),
+                                 Sample(rng.standard_normal((3, 4)), axes=(0, 1), keepdims=True, ddof=1)],
+            torch=lambda th, x, axes, keepdims, ddof: x.std(dim=axes, keepdim=keepdims, correction=ddof))
+
+
+@public(STD, method="std", numpy=(np.std,))
 def std(x, axis=NOARG, keepdims=NOARG, ddof=0, *, dim=NOARG, keepdim=NOARG, correction=None):
-    """Standard deviation: sqrt(var)."""
-    from .elementwise import sqrt
+    """Standard deviation over the given axes (``ddof`` / ``correction`` as in ``var``).
 
-    return sqrt(var(x, axis, keepdims, ddof, dim=dim, keepdim=keepdim, correction=correction))
-
-
-# -- max / min ---------------------------------------------------------------------
-
-
-def _extreme(name, x, axis, keepdims):
-    x = _t(x, name)
-    xd = x.data
-    axes = normalize_axis(axis, xd.ndim, name)
-    if xd.size == 0 and any(xd.shape[a] == 0 for a in axes):
-        raise ValueError(f"{name}: zero-size reduction over axes {axes} of shape {xd.shape} has no identity")
-    if not axes:
-        return x.clone() if x._rg else _wrap(xd.copy())
-    f = xd.max if name == "max" else xd.min
-    out = C.timed(name, f, axes, None, keepdims)
-    keep = None if keepdims else _keep_shape(xd.shape, axes)
-    return record(name, _extreme_rule_for(axes), out, (x,), saved=(x,), save_out=True,
-                  attrs=(xd.shape, keep), info={"axis": axes, "keepdims": keepdims})
+    The gradient is 0 where the standard deviation is 0 (a constant input), as in PyTorch.
+    """
+    axis = pick("axis", axis, "dim", dim, None, "std")
+    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "std"))
+    x = _t(x, "std")
+    axes = normalize_axis(axis, x.ndim, "std")
+    return apply(STD, x, axes=axes, keepdims=keepdims, ddof=_ddof(ddof, correction))
 
 
-def _extreme_rule_for(axes):
-    def rule(ctx, g, saved):
-        x, out = saved
-        shape, keep = ctx.attrs
-        if keep is not None:
-            g = g.reshape(keep)
-            out = out.reshape(keep)
-        mask = C.data_of(x) == C.data_of(out)
-        cnt = mask.sum(axis=axes, keepdims=True)
-        return (g * (mask / cnt),)  # ties share the gradient evenly
-
-    return rule
+# -- max / min ------------------------------------------------------------------------------
 
 
-def max(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):  # noqa: A001
-    """Maximum over the given axes (values only); the gradient is split evenly among ties."""
-    axis = pick("axis", axis, "dim", dim, None, "max")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "max"))
-    return _extreme("max", x, axis, keepdims)
+def _extreme_rule(ctx, g, axes, keepdims):
+    (x,) = ctx.saved
+    shape = ctx.meta[0][0]
+    mask = x == _kept(ctx.out, shape, axes, keepdims)
+    share = _kept(g, shape, axes, keepdims) / mask.sum(axis=axes, keepdims=True)
+    return (where(mask, share, 0.0),)  # ties share the gradient evenly
 
 
-def min(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):  # noqa: A001
-    """Minimum over the given axes (values only); the gradient is split evenly among ties."""
-    axis = pick("axis", axis, "dim", dim, None, "min")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "min"))
-    return _extreme("min", x, axis, keepdims)
+def _extreme_samples(rng):
+    return [Sample(rng.permutation(24).reshape(2, 3, 4) * 0.1, axes=(1,), keepdims=False),
+            Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True)]
 
 
-def _arg(name, x, axis, keepdims):
-    x = _t(x, name)
-    xd = x.data
-    if axis is not None:
-        (axis,) = normalize_axis(int(axis) if not isinstance(axis, (bool, float, str)) else axis, xd.ndim, name)
-    f = xd.argmax if name == "argmax" else xd.argmin
-    if xd.size == 0:
-        raise ValueError(f"{name}: empty tensor of shape {xd.shape} has no {name[3:]}")
-    out = f(axis=axis, keepdims=keepdims)
-    return _wrap(C.as_array_out(out).astype(np.int64, copy=False))
+def _extreme_op(name, numpy_fn):
+    def fwd(xp, x, axes, keepdims):
+        return (x.max if name == "max" else x.min)(axes, None, keepdims)
+
+    op = defop(name, fwd, _extreme_rule, save=(0,), save_out=True, kind="reduce", samples=_extreme_samples,
+               torch=lambda th, x, axes, keepdims: getattr(th, "amax" if name == "max" else "amin")(x, axes, keepdims))
+
+    def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
+        axis = pick("axis", axis, "dim", dim, None, name)
+        keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, name))
+        x = _t(x, name)
+        xd = x.data
+        axes = normalize_axis(axis, xd.ndim, name)
+        if xd.size == 0 and any(xd.shape[a] == 0 for a in axes):
+            raise ValueError(f"{name}: zero-size reduction over axes {axes} of shape {xd.shape} has no identity")
+        if not axes:
+            return x.clone()
+        return apply(op, x, axes=axes, keepdims=keepdims)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{'Maximum' if name == 'max' else 'Minimum'} over the given axes (values only, not indices: "
+                  f"see arg{name}); the gradient is split evenly among ties.")
+    return public(op, method=name, numpy=numpy_fn)(fn)
 
 
-def argmax(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
-    """Index of the maximum (flattened when axis is None); int64, not differentiable."""
-    axis = pick("axis", axis, "dim", dim, None, "argmax")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "argmax"))
-    return _arg("argmax", x, axis, keepdims)
+max = _extreme_op("max", (np.max, np.amax))  # noqa: A001
+min = _extreme_op("min", (np.min, np.amin))  # noqa: A001
 
 
-def argmin(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
-    """Index of the minimum (flattened when axis is None); int64, not differentiable."""
-    axis = pick("axis", axis, "dim", dim, None, "argmin")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "argmin"))
-    return _arg("argmin", x, axis, keepdims)
+def _arg_op(name, numpy_fn):
+    def fwd(xp, x, axis, keepdims):
+        out = (x.argmax if name == "argmax" else x.argmin)(axis=axis, keepdims=keepdims)
+        return xp.asarray(out).astype(np.int64, copy=False)
+
+    op = defop(name, fwd, kind="reduce")
+
+    def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
+        axis = pick("axis", axis, "dim", dim, None, name)
+        keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, name))
+        x = _t(x, name)
+        if axis is not None:
+            (axis,) = normalize_axis(int(axis) if not isinstance(axis, (bool, float, str)) else axis, x.ndim, name)
+        if x.data.size == 0:
+            raise ValueError(f"{name}: empty tensor of shape {x.shape} has no {name[3:]}")
+        return apply(op, x, axis=axis, keepdims=keepdims)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Index of the {name[3:]}imum (flattened when axis is None); int64, not differentiable."
+    return public(op, method=name, numpy=numpy_fn)(fn)
 
 
-# -- logsumexp, softmax, log_softmax -------------------------------------------------
+argmax = _arg_op("argmax", (np.argmax,))
+argmin = _arg_op("argmin", (np.argmin,))
+
+ANY = defop("any", lambda xp, x, axis, keepdims: xp.asarray(x.any(axis=axis, keepdims=keepdims)), kind="reduce")
+ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, keepdims=keepdims)), kind="reduce")
+
+
+@public(ANY, method="any", export=False)
+def any_(x, axis=None, keepdims=False):
+    """Whether any element is true (over ``axis``)."""
+    return apply(ANY, x, axis=axis, keepdims=keepdims)
+
+
+@public(ALL, method="all", export=False)
+def all_(x, axis=None, keepdims=False):
+    """Whether every element is true (over ``axis``)."""
+    return apply(ALL, x, axis=axis, keepdims=keepdims)
+
+
+# -- logsumexp, softmax, log_softmax ----------------------------------------------------------
 
 _SHORT_ROW = 16  # rows up to this long are shifted on a transposed copy (see shift_by_max)
 
 
-def shift_by_max(xd, a):
-    """``xd - xd.max(axis=a, keepdims=True)`` for a non-empty array: the stable shift of
-    softmax, log_softmax and cross_entropy. The result is a fresh array, possibly F-ordered.
+def shift_by_max(xd, axes):
+    """``xd - xd.max(axis=axes, keepdims=True)`` for a non-empty array: the stable shift of
+    softmax and log_softmax. The result is a fresh array, possibly F-ordered.
 
     NumPy reduces along short contiguous rows one row at a time: the max over the last axis
     of (1797, 10) float32 logits takes 107 us. On the host, for the last axis of a float
-    array, the same values (NaN included) come another way. Rows of up to ``_SHORT_ROW`` are
-    copied with the axis first, so that the max and the subtraction run across rows (10 us;
-    the result is a transposed view of the copy). Longer rows gather each row's argmax
-    (68 us instead of 185 for (1797, 128)).
+    array, the same values come another way: rows of up to ``_SHORT_ROW`` are copied with
+    the axis first, so that the max and the subtraction run across rows (10 us; the result
+    is a transposed view of the copy).
     """
-    if xd.__class__ is not np.ndarray or xd.ndim < 2 or a != xd.ndim - 1 or xd.dtype.kind != "f":
-        return xd - xd.max(axis=a, keepdims=True)
-    c = xd.shape[-1]
-    if c <= _SHORT_ROW:
-        nd = xd.ndim  # (np.moveaxis would cost 2.6 us, a minibatch's whole shift 3)
-        xt = xd.transpose((nd - 1,) + tuple(range(nd - 1))).copy()  # always a copy: written below
-        xt -= np.maximum.reduce(xt, axis=0)
-        return xt.transpose(tuple(range(1, nd)) + (0,))
-    if not xd.flags.c_contiguous:
-        return xd - xd.max(axis=a, keepdims=True)
-    x2 = xd.reshape(-1, c)
-    m = x2[np.arange(x2.shape[0]), x2.argmax(axis=1)]
-    return xd - m.reshape(xd.shape[:-1] + (1,))
+    nd = xd.ndim
+    if xd.__class__ is not np.ndarray or nd < 2 or axes != (nd - 1,) or xd.dtype.kind != "f" \
+            or xd.shape[-1] > _SHORT_ROW:
+        return xd - xd.max(axis=axes, keepdims=True)
+    xt = xd.transpose((nd - 1,) + tuple(range(nd - 1))).copy()  # always a copy: written below
+    xt -= np.maximum.reduce(xt, axis=0)
+    return xt.transpose(tuple(range(1, nd)) + (0,))
 
 
 def _c_ordered(xp, a):
-    """Where to write a result computed from ``a`` (a fresh array): ``a`` itself when it is
-    C-ordered, else a new C-ordered array, so that what users get views like any result."""
+    """Where to write a result computed from the fresh array ``a``: ``a`` itself when C-ordered."""
     return a if a.flags.c_contiguous else xp.empty(a.shape, a.dtype)
 
 
-def _lse_rule(ctx, g, saved):
-    x, out = saved
-    keep = ctx.attrs
-    if keep is not None:
-        g = g.reshape(keep)
-        out = out.reshape(keep)
-    return (g * C.exp(x - out),)
+def _lse_fwd(xp, x, axes, keepdims):
+    m = x.max(axis=axes, keepdims=True) if x.size else xp.zeros(keep_shape(x.shape, axes), x.dtype)
+    m = xp.where(xp.isfinite(m), m, 0)
+    s = xp.log(xp.exp(x - m).sum(axis=axes, keepdims=True)) + m
+    return s if keepdims else s.reshape(tuple(n for i, n in enumerate(x.shape) if i not in axes))
 
 
+def _lse_rule(ctx, g, axes, keepdims):
+    (x,) = ctx.saved
+    shape = ctx.meta[0][0]
+    return (_kept(g, shape, axes, keepdims) * (x - _kept(ctx.out, shape, axes, keepdims)).exp(),)
+
+
+LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, kind="reduce",
+                  samples=_reduce_samples, torch=lambda th, x, axes, keepdims: th.logsumexp(x, axes, keepdims))
+
+
+@public(LOGSUMEXP, method="logsumexp")
 def logsumexp(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
     """log(sum(exp(x))) over the given axes, computed stably."""
     axis = pick("axis", axis, "dim", dim, None, "logsumexp")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "logsumexp"))
     x = _t(x, "logsumexp")
-    xd = x.data
-    xp = C.xp_of(xd)
-    axes = normalize_axis(axis, xd.ndim, "logsumexp")
-
-    def fwd():
-        m = xd.max(axis=axes, keepdims=True) if xd.size else xp.zeros(_keep_shape(xd.shape, axes), xd.dtype)
-        m = xp.where(xp.isfinite(m), m, 0)
-        s = xp.log(xp.exp(xd - m).sum(axis=axes, keepdims=True)) + m
-        return s if keepdims else s.reshape(tuple(n for i, n in enumerate(xd.shape) if i not in axes))
-
-    out = C.timed("logsumexp", fwd)
-    keep = None if keepdims else _keep_shape(xd.shape, axes)
-    return record("logsumexp", _lse_rule, out, (x,), saved=(x,), save_out=True, attrs=keep,
-                  info={"axis": axes, "keepdims": keepdims})
+    return apply(LOGSUMEXP, x, axes=normalize_axis(axis, x.ndim, "logsumexp"), keepdims=keepdims)
 
 
-def _axis1(axis, dim, ndim, op):
+def _axes1(axis, dim, ndim, op):
     axis = pick("axis", axis, "dim", dim, -1, op)
     if axis is None:
-        raise TypeError(f"{op}: axis must be an int, got None")
-    (a,) = normalize_axis(axis, ndim, op)
-    return a
+        raise TypeError(f"{op}: axis must be an int or a tuple of ints, got None")
+    return normalize_axis(axis, ndim, op)
 
 
-def _softmax_rule(ctx, g, saved):
-    (y,) = saved
-    a = ctx.attrs
-    return (y * (g - (g * y).sum(axis=a, keepdims=True)),)
+def _softmax_fwd(xp, x, axes):
+    if not x.size:  # nothing to normalise (and the max of an empty axis fails)
+        return xp.exp(x)
+    e = shift_by_max(x, axes)
+    xp.exp(e, out=e)
+    return xp.divide(e, e.sum(axis=axes, keepdims=True), out=_c_ordered(xp, e))
 
 
+def _softmax_rule(ctx, g, axes):
+    y = ctx.out
+    return (y * (g - (g * y).sum(axis=axes, keepdims=True)),)
+
+
+def _axis_samples(rng):
+    return [Sample(rng.standard_normal((3, 4)), axes=(1,)), Sample(rng.standard_normal((2, 3, 4)), axes=(0, 2))]
+
+
+SOFTMAX = defop("softmax", _softmax_fwd, _softmax_rule, save_out=True, kind="reduce", samples=_axis_samples,
+                torch=lambda th, x, axes: (x - th.logsumexp(x, axes, True)).exp())
+
+
+@public(SOFTMAX, method="softmax")
 def softmax(x, axis=-1, *, dim=NOARG):
-    """exp(x) / sum(exp(x)) along one axis (default the last), computed stably."""
+    """exp(x) / sum(exp(x)) along ``axis`` (default the last; a tuple normalises over several), stably."""
     x = _t(x, "softmax")
-    xd = x.data
-    a = _axis1(axis if dim is NOARG else NOARG, dim, xd.ndim, "softmax")
-    xp = C.xp_of(xd)
-
-    def fwd():
-        if not xd.size:  # nothing to normalise (and the max of an empty axis fails)
-            return xp.exp(xd)
-        e = shift_by_max(xd, a)
-        xp.exp(e, out=e)
-        return xp.divide(e, e.sum(axis=a, keepdims=True), out=_c_ordered(xp, e))
-
-    out = C.timed("softmax", fwd)
-    return record("softmax", _softmax_rule, out, (x,), save_out=True, attrs=a, info={"axis": a})
+    return apply(SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "softmax"))
 
 
-def _log_softmax_rule(ctx, g, saved):
-    (y,) = saved
-    a = ctx.attrs
-    return (g - C.exp(y) * g.sum(axis=a, keepdims=True),)
+def _log_softmax_fwd(xp, x, axes):
+    if not x.size:
+        return x.astype(xp.result_type(x.dtype, 1.0))
+    s = shift_by_max(x, axes)
+    lse = xp.log(xp.exp(s).sum(axis=axes, keepdims=True))
+    return xp.subtract(s, lse, out=_c_ordered(xp, s))
 
 
+def _log_softmax_rule(ctx, g, axes):
+    return (g - ctx.out.exp() * g.sum(axis=axes, keepdims=True),)
+
+
+LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out=True, kind="reduce",
+                    samples=_axis_samples, torch=lambda th, x, axes: x - th.logsumexp(x, axes, True))
+
+
+@public(LOG_SOFTMAX, method="log_softmax")
 def log_softmax(x, axis=-1, *, dim=NOARG):
-    """x - logsumexp(x) along one axis (default the last), computed stably."""
+    """x - logsumexp(x) along ``axis`` (default the last; a tuple normalises over several), stably."""
     x = _t(x, "log_softmax")
-    xd = x.data
-    a = _axis1(axis if dim is NOARG else NOARG, dim, xd.ndim, "log_softmax")
-    xp = C.xp_of(xd)
+    return apply(LOG_SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "log_softmax"))
 
-    def fwd():
-        if not xd.size:  # nothing to normalise (and the max of an empty axis fails)
-            return xd.astype(xp.result_type(xd.dtype, 1.0))
-        s = shift_by_max(xd, a)
-        lse = xp.log(xp.exp(s).sum(axis=a, keepdims=True))
-        return xp.subtract(s, lse, out=_c_ordered(xp, s))
-
-    out = C.timed("log_softmax", fwd)
-    return record("log_softmax", _log_softmax_rule, out, (x,), save_out=True, attrs=a, info={"axis": a})

@@ -1,0 +1,89 @@
+"""The op registry: every operation minigrad offers, by name.
+
+Each family file (elementwise, reduce, shape, linalg, einsum, nn) defines its ops with
+``defop`` (a forward over backend arrays beside its gradient rule) and gives them a public
+face with ``public`` (the function users call, its Tensor method names, operators, the name
+under ``minigrad``, the NumPy functions that dispatch to it). A public function that is
+built from other ops (``mean``, ``flatten``...) is registered with ``composite``.
+``minigrad.ops`` then binds Tensor's methods and operators from this table, ``minigrad``
+exports from it, and the tests walk it: every differentiable entry declares ``samples``
+and is gradchecked, gradgradchecked and compared with PyTorch from them.
+"""
+from __future__ import annotations
+
+from ..engine import Op
+
+_REGISTRY: dict[str, Op] = {}
+
+
+class Sample:
+    """One set of inputs for an op's tests: ``Sample(*args, **kwargs)``.
+
+    Floating NumPy arrays among ``args`` become leaf Tensors that require grad (float64,
+    on the device under test); integer and bool arrays become constant Tensors; other
+    values are passed as they are. ``nondiff``: positions of float arrays to keep constant.
+    """
+
+    __slots__ = ("args", "kwargs", "nondiff")
+
+    def __init__(self, *args, nondiff=(), **kwargs):
+        self.args = args
+        self.kwargs = kwargs
+        self.nondiff = tuple(nondiff)
+
+    def __repr__(self):
+        shapes = [getattr(a, "shape", a) for a in self.args]
+        return f"Sample({shapes}, {self.kwargs})"
+
+
+def defop(name, forward, rule=None, **options) -> Op:
+    """Define and register a primitive op (see ``engine.Op`` for the options)."""
+    if name in _REGISTRY:
+        raise ValueError(f"defop: an op named {name!r} is already registered")
+    op = Op(name, forward, rule, **options)
+    _REGISTRY[name] = op
+    return op
+
+
+def public(op, *, method=None, dunders=(), export=True, numpy=(), inplace=()):
+    """Decorator: ``fn`` is the public function of ``op`` (an Op, or the name of a composite).
+
+    ``method``: Tensor method name(s) bound to ``fn``; ``dunders``: operator names (a name
+    starting ``__r`` calls ``fn(other, self)``); ``export``: also ``minigrad.<name>`` (True:
+    the function's name); ``numpy``: NumPy functions or ufuncs that dispatch to ``fn``;
+    ``inplace``: in-place method names that write ``fn``'s result into the tensor.
+    """
+    def deco(fn):
+        entry = op
+        entry.frontend = fn
+        entry.method = (method,) if isinstance(method, str) else tuple(method or ())
+        entry.dunders = tuple(dunders)
+        entry.export = fn.__name__ if export is True else (export or None)
+        entry.numpy = tuple(numpy)
+        entry.inplace = tuple(inplace)
+        entry.doc = fn.__doc__
+        return fn
+
+    return deco
+
+
+def composite(name, *, samples=None, torch=None, kind="other", **bind):
+    """Decorator: register ``fn`` as a public function built from other ops (no rule of its own:
+    its gradient comes from the ops it calls)."""
+    def deco(fn):
+        op = defop(name, None, None, kind=kind, samples=samples, torch=torch)
+        op.kind = "composite" if kind == "other" else kind
+        return public(op, **bind)(fn)
+
+    return deco
+
+
+def registry() -> dict[str, Op]:
+    """Every registered op and public function, by name: ``.name``, ``.forward`` (over backend
+    arrays; None for a composite), ``.rule`` (None when not differentiable), ``.samples``,
+    ``.frontend`` (the public function), ``.method``, ``.dunders``, ``.export``, ``.numpy``.
+
+    >>> mg.ops.registry()["exp"].rule is not None
+    True
+    """
+    return dict(_REGISTRY)
