@@ -221,8 +221,6 @@ class Tensor:
     # -- conversion ----------------------------------------------------------
     def numpy(self) -> np.ndarray:
         """A host NumPy array (the same memory on the CPU; an explicit copy from the GPU)."""
-        if self._rg and _ag.GRAD_ENABLED and False:
-            pass
         return _be.to_numpy(self.data)
 
     def item(self):
