@@ -34,10 +34,6 @@ NAMESPACES = ["minigrad", "minigrad.nn", "minigrad.nn.functional", "minigrad.opt
 
 # Genuinely internal names that the fallback (no __all__) picks up. Keep it short.
 ALLOWLIST = {
-    # the engine's process-wide switches, read by every op for speed; being replaced by
-    # per-thread state (docs/threads.md) and never meant to be set by users
-    ("minigrad.autograd", "GRAD_ENABLED"),
-    ("minigrad.autograd", "PROFILER"),
     # the engine entry behind Tensor.backward and mg.grad (users call those)
     ("minigrad.autograd", "run_backward"),
 }
