@@ -33,6 +33,7 @@ from .ops.shape import (
     sum_to, swapaxes, transpose, unsqueeze,
 )
 from .tensor import Tensor, get_default_dtype, set_default_dtype
+from .threads import get_num_threads, set_num_threads
 
 float16 = _np.float16
 float32 = _np.float32

@@ -19,7 +19,6 @@ helpers.
 """
 from __future__ import annotations
 
-import gc
 import itertools
 import operator
 import time
@@ -27,12 +26,9 @@ import functools
 
 import numpy as _np
 
-_seq = itertools.count()
+from . import _state
 
-# The global switch read by every op. Kept as a module attribute for speed.
-GRAD_ENABLED = True
-# The active profiler (see profile()), or None: ops check it once per call.
-PROFILER = None
+_seq = itertools.count()
 
 # Bound by tensor.py once the class exists (tensor.py imports this module first).
 Tensor = None
@@ -178,8 +174,8 @@ class Node:
 
 
 def is_grad_enabled() -> bool:
-    """Whether ops record the tape now."""
-    return GRAD_ENABLED
+    """Whether ops record the tape now, in this thread."""
+    return _state.grad_enabled()
 
 
 class _GradMode:
@@ -191,14 +187,13 @@ class _GradMode:
         return self if fn is None else self(fn)
 
     def __enter__(self):
-        global GRAD_ENABLED
-        self._prev = GRAD_ENABLED
-        GRAD_ENABLED = self._value
+        if "_tokens" not in self.__dict__:
+            self._tokens = []
+        self._tokens.append(_state.set_grad(self._value))
         return self
 
     def __exit__(self, *exc):
-        global GRAD_ENABLED
-        GRAD_ENABLED = self._prev
+        _state.reset_grad(self._tokens.pop())
         return False
 
     def __call__(self, fn):
@@ -353,23 +348,15 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
             continue
         _node_add(node, t._oidx, g)
         roots.append(node)
-    # The walk allocates many short-lived containers and no reference cycles: pausing the
-    # cycle collector spares it rescanning the (acyclic) graph again and again.
-    global GRAD_ENABLED
-    gc_was_on = gc.isenabled()
-    gc.disable()
-    mode = GRAD_ENABLED
-    GRAD_ENABLED = graph  # rules record only with create_graph (no context manager: every backward runs this)
+    token = _state.set_grad(graph)  # rules record only with create_graph (this thread only)
     order = ()
     try:
         order = _collect(roots) if roots else ()
         _walk(order, graph, retain_graph, capture, leaves)
     finally:
-        GRAD_ENABLED = mode
+        _state.reset_grad(token)
         for n in order:
             n._g = None
-        if gc_was_on:
-            gc.enable()
     for leaf, g in leaves.values():
         if capture is not None:
             if id(leaf) in capture:
@@ -381,7 +368,7 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
 
 
 def _walk(order, graph, retain_graph, capture, leaves):
-    prof = PROFILER
+    prof = _state.profiler()
     plain = not graph and capture is None and prof is None  # the first-order pass of backward()
     for n in order:
         g = n._g
@@ -691,9 +678,8 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
-        tensor_pos = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
-        prof = PROFILER
+        prof = _state.profiler()
         res = _forward(cls, ctx, args, kwargs, prof)
         single = not isinstance(res, (tuple, list))
         outs = (res,) if single else tuple(res)
@@ -701,7 +687,7 @@ class Function:
             if not isinstance(o, Tensor):
                 raise TypeError(f"{cls.__name__}.forward must return Tensors, got {type(o).__name__}")
         wrapped = tuple(_wrap(o.data) for o in outs)
-        need = GRAD_ENABLED and any(ctx.needs_input_grad)
+        need = _state.grad_enabled() and any(ctx.needs_input_grad)
         if need:
             from .ops._core import edge
 
@@ -723,21 +709,19 @@ class Function:
             for k, w in enumerate(wrapped):
                 if w.data.dtype.kind in "fc" and not any(o is outs[k] for o in nd):
                     w._node, w._oidx, w._rg = node, k, True
-        del tensor_pos
         return wrapped[0] if single else wrapped
 
 
 def _forward(cls, ctx, args, kwargs, prof):
     """Run ``cls.forward`` unrecorded. A profile shows the Function as one op: it is set aside
     meanwhile, so the ops inside are not counted a second time."""
-    global PROFILER
-    PROFILER = None
+    token = _state.set_profiler(None)
     t0 = time.perf_counter()
     try:
         with no_grad():
             res = cls.forward(ctx, *args, **kwargs)
     finally:
-        PROFILER = prof
+        _state.reset_profiler(token)
     if prof is not None:
         prof._add_forward(cls.__name__, time.perf_counter() - t0)
     return res
@@ -745,7 +729,7 @@ def _forward(cls, ctx, args, kwargs, prof):
 
 def _function_rule(node, g, saved):
     ctx = node.attrs
-    graph = GRAD_ENABLED
+    graph = _state.grad_enabled()
     gs = list(g) if node.n_out > 1 else [g]
     for k, gk in enumerate(gs):
         if gk is None:
@@ -787,7 +771,7 @@ def _function_rule(node, g, saved):
 
 
 # ---------------------------------------------------------------------------
-# The profile (minigrad/profile.py): ops and the engine report to PROFILER
+# The profile (minigrad/profile.py): ops and the engine report to the thread's active profile
 # ---------------------------------------------------------------------------
 
 def profile():

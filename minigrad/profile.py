@@ -1,10 +1,10 @@
 """Per-op profile: ``with mg.autograd.profile() as p: ...`` then ``print(p.table())``.
 
-While a profile is active, ``autograd.PROFILER`` points at it; ops time their
+While a profile is active, it is this thread's ``_state.profiler()``; ops time their
 forward computation and report it (``_add_forward``, once per call), report the
 bytes they saved for backward when they record a Node (``_add_saved``), and the
 engine times every gradient rule (``_add_backward``). When no profile is active
-the only cost is the ``PROFILER is None`` check each op already makes.
+the only cost is the ``profiler() is None`` check each op already makes.
 
 Forward time is the time of the array computation itself (wrapping and recording
 are not included); the block's wall time is reported beside it, so the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 
+from . import _state
 from . import autograd as _ag
 
 __all__ = ["Profile", "OpStats"]
@@ -66,14 +67,14 @@ class Profile:
         if self._active:
             raise RuntimeError("profile: this profile is already active; make a new one with mg.autograd.profile()")
         self._active = True
-        self._outer = _ag.PROFILER
-        _ag.PROFILER = self
+        self._outer = _state.profiler()
+        self._token = _state.set_profiler(self)
         self._t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
         self.wall_s += time.perf_counter() - self._t0
-        _ag.PROFILER = self._outer
+        _state.reset_profiler(self._token)
         self._outer = None
         self._active = False
         return False

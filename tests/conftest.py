@@ -1,4 +1,4 @@
-"""Shared fixtures. One environment variable chooses the device every test runs on:
+"""Shared fixtures and helpers. One environment variable chooses the device every test runs on:
 
 - ``MINIGRAD_DEVICE=cpu`` (the default): NumPy;
 - ``MINIGRAD_DEVICE=cuda`` (or ``cuda:N``): CuPy on the GPU; every test skips cleanly, with the
@@ -6,6 +6,10 @@
 - ``MINIGRAD_DEVICE=fakecuda``: the CPU stand-in ``minigrad._fakecupy`` posing as ``cuda:0``.
   It refuses what CuPy refuses (implicit conversion to NumPy, mixing with host arrays,
   NumPy-only functions), so the device code paths run honestly on a machine without a GPU.
+
+The helpers at the bottom (``rnd``, ``leaf``, ``leaf_of``, ``leaves``, ``check``, ``dev``, ``to_np``)
+are imported by the test files (``from conftest import leaf, check``); they use only minigrad's
+public API, and build tensors on the default device the autouse fixture below sets.
 """
 import os
 
@@ -76,3 +80,47 @@ def to_np(x):
     if isinstance(x, mg.Tensor):
         return x.numpy()
     return mg.backend.to_numpy(x) if hasattr(x, "shape") else np.asarray(x)
+
+
+# -- data and leaves ------------------------------------------------------------------------------
+
+def rnd(shape, seed=0, low=None, away=None):
+    """float64 standard-normal host data from ``default_rng(seed)``; ``low`` shifts it positive
+    (``abs(a) + low``), ``away`` keeps it off the kinks at those points (at least 0.1 away)."""
+    a = np.random.default_rng(seed).standard_normal(shape)
+    if low is not None:
+        a = np.abs(a) + low
+    if away is not None:
+        for p in away:
+            close = np.abs(a - p) < 0.1
+            a = np.where(close, p + 0.3 * np.sign(a - p + 1e-12), a)
+    return a
+
+
+def leaf(shape, seed=0, dtype=np.float64, scale=1.0, low=None, away=None):
+    """A leaf requiring grad on the default device over ``rnd(shape, seed, low, away)``,
+    multiplied by ``scale`` (in float64), then cast to ``dtype``."""
+    a = rnd(shape, seed, low=low, away=away)
+    if scale != 1.0:
+        a = a * scale
+    return mg.tensor(np.asarray(a, dtype=dtype), requires_grad=True)
+
+
+def leaves(shapes, seed=0):
+    """One ``leaf`` per shape, seeded ``seed``, ``seed + 1``, ..."""
+    return [leaf(s, seed + i) for i, s in enumerate(shapes)]
+
+
+def leaf_of(values, dtype=np.float64):
+    """A leaf requiring grad on the default device holding the given values (not random data)."""
+    return mg.tensor(np.asarray(values, dtype=dtype), requires_grad=True)
+
+
+# -- gradient checks ------------------------------------------------------------------------------
+
+def check(fn, *inputs, gg=True):
+    """Assert that ``fn``'s gradients at ``inputs`` match finite differences (``mg.gradcheck``)
+    and, unless ``gg=False``, so do its second derivatives (``mg.gradgradcheck``)."""
+    assert mg.gradcheck(fn, inputs)
+    if gg:
+        assert mg.gradgradcheck(fn, inputs)

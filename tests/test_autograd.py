@@ -8,24 +8,20 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import to_np
-
-
-def leaf(a, dtype=np.float64):
-    return mg.tensor(np.asarray(a, dtype=dtype), requires_grad=True)
+from conftest import leaf_of, to_np
 
 
 # -- accumulation ----------------------------------------------------------------------------
 
 def test_reused_tensor_gradients_add_up():
-    x = leaf([1.0, 2.0, 3.0])
+    x = leaf_of([1.0, 2.0, 3.0])
     y = x * x + x * 3 + x  # x feeds four uses
     y.sum().backward()
     np.testing.assert_array_equal(to_np(x.grad), 2 * to_np(x) + 4)
 
 
 def test_diamond_graph():
-    x = leaf(2.0)
+    x = leaf_of(2.0)
     a = x * 3
     b = a * a      # a used twice
     c = a + b      # a used a third time
@@ -35,7 +31,7 @@ def test_diamond_graph():
 
 
 def test_same_tensor_both_operands():
-    x = leaf([3.0])
+    x = leaf_of([3.0])
     (x * x).backward()
     assert x.grad.item() == 6.0
     x.grad = None
@@ -47,14 +43,14 @@ def test_same_tensor_both_operands():
 
 
 def test_backward_accumulates_into_grad_across_calls():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     (x * 2).sum().backward()
     (x * 3).sum().backward()
     np.testing.assert_array_equal(to_np(x.grad), [5.0, 5.0])
 
 
 def test_zero_d_backward():
-    x = leaf(2.0)
+    x = leaf_of(2.0)
     y = x * x * x
     y.backward()
     assert x.grad.shape == () and x.grad.item() == 12.0
@@ -65,19 +61,19 @@ def test_zero_d_backward():
 
 
 def test_one_element_non_scalar_backward_needs_no_grad():
-    x = leaf([[2.0]])
+    x = leaf_of([[2.0]])
     (x * x).backward()
     assert x.grad.shape == (1, 1) and x.grad.item() == 4.0
 
 
 def test_leaf_backward_itself():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     x.backward(np.array([3.0, 4.0]))
     np.testing.assert_array_equal(to_np(x.grad), [3.0, 4.0])
 
 
 def test_backward_with_explicit_grad_array_tensor_and_dtype_cast():
-    x = leaf([1.0, 2.0], dtype=np.float32)
+    x = leaf_of([1.0, 2.0], dtype=np.float32)
     y = x * 2
     y.backward(mg.tensor(np.array([1.0, 10.0])))  # a float64 grad for a float32 output
     assert x.grad.dtype == np.float32
@@ -89,7 +85,7 @@ def test_backward_with_explicit_grad_array_tensor_and_dtype_cast():
 
 def test_gradient_is_not_shared_between_leaves():
     # one gradient array feeding two leaves must not alias writably
-    a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    a, b = leaf_of([1.0, 2.0]), leaf_of([3.0, 4.0])
     (a + b).sum().backward()
     ga = a.grad.data
     if not hasattr(ga.flags, "writeable"):
@@ -103,7 +99,7 @@ def test_gradient_is_not_shared_between_leaves():
 
 
 def test_grads_only_for_inputs_requiring_them():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     c = mg.tensor(np.array([2.0]))
     (x * c).backward()
     assert c.grad is None and x.grad.item() == 2.0
@@ -112,7 +108,7 @@ def test_grads_only_for_inputs_requiring_them():
 # -- misuse ----------------------------------------------------------------------------------
 
 def test_second_backward_through_freed_graph_names_retain_graph():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     y = (x.exp() * x).sum()
     y.backward()
     with pytest.raises(RuntimeError, match="retain_graph"):
@@ -120,7 +116,7 @@ def test_second_backward_through_freed_graph_names_retain_graph():
 
 
 def test_retain_graph_allows_second_backward():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     y = (x.exp() * x).sum()
     y.backward(retain_graph=True)
     g1 = to_np(x.grad).copy()
@@ -131,7 +127,7 @@ def test_retain_graph_allows_second_backward():
 
 
 def test_backward_through_a_freed_shared_subgraph():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     h = x.exp()
     h.sum().backward()
     with pytest.raises(RuntimeError, match="retain_graph"):
@@ -139,14 +135,14 @@ def test_backward_through_a_freed_shared_subgraph():
 
 
 def test_non_scalar_backward_without_grad_raises():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     with pytest.raises(RuntimeError, match=r"one-element|\(2,\)"):
         (x * 2).backward()
 
 
 @pytest.mark.parametrize("g", [np.ones(3), np.ones((2, 1)), mg.ones(1, 2), [1.0]])
 def test_wrong_shape_grad_raises(g):
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     with pytest.raises(RuntimeError, match=r"shape") as ei:
         (x * 2).backward(g)
     assert "(2,)" in str(ei.value)
@@ -155,7 +151,7 @@ def test_wrong_shape_grad_raises(g):
 def test_backward_on_tensor_without_grad_raises():
     with pytest.raises(RuntimeError, match="require"):
         mg.tensor([1.0]).backward()
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     with mg.no_grad():
         y = x * 2
     with pytest.raises(RuntimeError):
@@ -182,13 +178,13 @@ def test_floats_may_require_grad(dtype):
 
 
 def test_requires_grad_of_non_leaf_cannot_be_turned_off():
-    y = leaf([1.0]) * 2
+    y = leaf_of([1.0]) * 2
     with pytest.raises(RuntimeError, match="detach"):
         y.requires_grad = False
 
 
 def test_integer_results_carry_no_gradient():
-    x = leaf([1.5, 2.5])
+    x = leaf_of([1.5, 2.5])
     for y in (x.argmax(), x > 1, x.astype(np.int64), x // 1):
         assert not y.requires_grad
 
@@ -196,7 +192,7 @@ def test_integer_results_carry_no_gradient():
 # -- higher order ----------------------------------------------------------------------------
 
 def test_create_graph_gives_second_derivative():
-    x = leaf([0.5, 1.0, 2.0])
+    x = leaf_of([0.5, 1.0, 2.0])
     y = (x.sin() * x).sum()
     y.backward(create_graph=True)
     g = x.grad
@@ -209,7 +205,7 @@ def test_create_graph_gives_second_derivative():
 
 
 def test_mg_grad_third_order():
-    x = leaf(2.0)
+    x = leaf_of(2.0)
     y = x ** 4
     (g1,) = mg.grad(y, x, create_graph=True)
     (g2,) = mg.grad(g1, x, create_graph=True)
@@ -219,7 +215,7 @@ def test_mg_grad_third_order():
 
 
 def test_mg_grad_multiple_inputs_outputs_and_options():
-    a, b = leaf([1.0, 2.0]), leaf([3.0, 4.0])
+    a, b = leaf_of([1.0, 2.0]), leaf_of([3.0, 4.0])
     u = (a * b).sum()
     v = (a * a).sum()
     ga, gb = mg.grad([u, v], [a, b])
@@ -228,7 +224,7 @@ def test_mg_grad_multiple_inputs_outputs_and_options():
     w = a * b
     (gw,) = mg.grad(w, a, grad_outputs=mg.tensor(np.array([1.0, 10.0])))
     np.testing.assert_array_equal(to_np(gw), [3.0, 40.0])
-    c = leaf([0.0])
+    c = leaf_of([0.0])
     with pytest.raises(RuntimeError, match="allow_unused"):
         mg.grad((a * 2).sum(), [a, c])
     ga2, gc2 = mg.grad((a * 2).sum(), [a, c], allow_unused=True)
@@ -236,7 +232,7 @@ def test_mg_grad_multiple_inputs_outputs_and_options():
 
 
 def test_mg_grad_wrt_non_leaf():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     h = x * 3
     y = (h * h).sum()
     (gh,) = mg.grad(y, h)
@@ -244,7 +240,7 @@ def test_mg_grad_wrt_non_leaf():
 
 
 def test_mg_grad_retain_graph_default_follows_create_graph():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     y = (x * x).sum()
     mg.grad(y, x)
     with pytest.raises(RuntimeError, match="retain_graph"):
@@ -256,7 +252,7 @@ def test_mg_grad_retain_graph_default_follows_create_graph():
 
 def test_hessian_vector_product():
     a = np.array([[2.0, 1.0], [1.0, 3.0]])
-    x = leaf([1.0, -1.0])
+    x = leaf_of([1.0, -1.0])
     A = mg.tensor(a)
     f = (x * (A @ x)).sum() * 0.5  # Hessian is A
     (g,) = mg.grad(f, x, create_graph=True)
@@ -266,7 +262,7 @@ def test_hessian_vector_product():
 
 
 def test_first_order_backward_records_nothing():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     y = (x.exp() * x).sum()
     y.backward()
     assert not x.grad.requires_grad and x.grad.grad_fn is None
@@ -275,7 +271,7 @@ def test_first_order_backward_records_nothing():
 # -- grad modes ------------------------------------------------------------------------------
 
 def test_no_grad_context():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     assert mg.is_grad_enabled()
     with mg.no_grad():
         assert not mg.is_grad_enabled()
@@ -285,7 +281,7 @@ def test_no_grad_context():
 
 
 def test_enable_grad_inside_no_grad():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     with mg.no_grad():
         with mg.enable_grad():
             assert mg.is_grad_enabled()
@@ -295,7 +291,7 @@ def test_enable_grad_inside_no_grad():
 
 
 def test_grad_modes_as_decorators():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
 
     @mg.no_grad()
     def f(t):
@@ -327,7 +323,7 @@ def test_no_grad_restores_on_exception():
 
 
 def test_detach():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     y = x * 2
     d = y.detach()
     assert not d.requires_grad and d.is_leaf and d.grad_fn is None
@@ -340,7 +336,7 @@ def test_detach():
 # -- retain_grad and hooks -------------------------------------------------------------------
 
 def test_retain_grad():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     h = x * 3
     h.retain_grad()
     m = h * 2  # not retained
@@ -351,7 +347,7 @@ def test_retain_grad():
 
 
 def test_hook_on_leaf_replaces_and_removes():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     seen = []
     handle = x.register_hook(lambda g: seen.append(to_np(g).copy()) or g * 10)
     (x * x).sum().backward()
@@ -365,7 +361,7 @@ def test_hook_on_leaf_replaces_and_removes():
 
 
 def test_hook_on_non_leaf_sees_total_and_replaces():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     h = x * 2
     seen = []
 
@@ -381,7 +377,7 @@ def test_hook_on_non_leaf_sees_total_and_replaces():
 
 
 def test_hook_returning_none_keeps_gradient_and_hooks_chain():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     x.register_hook(lambda g: None)
     x.register_hook(lambda g: g * 3)
     x.register_hook(lambda g: g + 1)
@@ -390,7 +386,7 @@ def test_hook_returning_none_keeps_gradient_and_hooks_chain():
 
 
 def test_hook_must_return_tensor_or_none():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     x.register_hook(lambda g: 5)
     with pytest.raises(TypeError, match="hook"):
         (x * 2).backward()
@@ -402,7 +398,7 @@ def test_hook_needs_requires_grad():
 
 
 def test_hooks_under_create_graph():
-    x = leaf([2.0])
+    x = leaf_of([2.0])
     x.register_hook(lambda g: g * 2)
     (g,) = mg.grad((x ** 3).sum(), x, create_graph=True)
     assert g.item() == 2 * 12.0 and g.requires_grad  # as torch.autograd.grad: hooks apply
@@ -460,7 +456,7 @@ class ScaleAndExp(mg.autograd.Function):
 
 
 def test_function_forward_backward():
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     y = Cube.apply(x)
     assert y.requires_grad and not y.is_leaf and y.grad_fn.op == "Cube"
     y.sum().backward()
@@ -480,13 +476,13 @@ def test_function_forward_runs_without_recording():
         def backward(ctx, g):
             return g * 2
 
-    y = Probe.apply(leaf([1.0]))
+    y = Probe.apply(leaf_of([1.0]))
     assert y.grad_fn.op == "Probe"
     assert len(mg.autograd.tape(y)) == 1
 
 
 def test_function_saving_its_output():
-    x = leaf([0.5, 1.0])
+    x = leaf_of([0.5, 1.0])
     ExpOut.apply(x).sum().backward()
     np.testing.assert_allclose(to_np(x.grad), np.exp(to_np(x)))
     assert mg.gradcheck(ExpOut.apply, x)
@@ -494,7 +490,7 @@ def test_function_saving_its_output():
 
 
 def test_function_multi_output():
-    x = leaf([0.5, 1.0])
+    x = leaf_of([0.5, 1.0])
     a, b = ScaleAndExp.apply(x, 3.0)
     assert a.requires_grad and b.requires_grad
     a.sum().backward()  # only one output used: the other's gradient is zeros
@@ -522,7 +518,7 @@ def test_function_needs_input_grad_and_no_grad_inputs():
             a, b = ctx.saved_tensors
             return g * b, g * a
 
-    a, b = leaf([2.0]), mg.tensor(np.array([5.0]))
+    a, b = leaf_of([2.0]), mg.tensor(np.array([5.0]))
     Mul.apply(a, b).backward()
     assert seen["needs"] == (True, False)
     assert a.grad.item() == 5.0 and b.grad is None
@@ -550,16 +546,16 @@ def test_function_wrong_gradient_count_or_shape_raises():
             return g.sum()
 
     with pytest.raises(RuntimeError, match="BadCount"):
-        BadCount.apply(leaf([1.0, 2.0])).sum().backward()
+        BadCount.apply(leaf_of([1.0, 2.0])).sum().backward()
     with pytest.raises(RuntimeError, match="BadShape"):
-        BadShape.apply(leaf([1.0, 2.0])).sum().backward()
+        BadShape.apply(leaf_of([1.0, 2.0])).sum().backward()
 
 
 # -- the tape --------------------------------------------------------------------------------
 
 def test_tape_lists_ops_in_run_order_with_metadata():
-    x = leaf(np.ones((2, 3)), dtype=np.float32)
-    w = leaf(np.ones((3, 4)), dtype=np.float32)
+    x = leaf_of(np.ones((2, 3)), dtype=np.float32)
+    w = leaf_of(np.ones((3, 4)), dtype=np.float32)
     loss = ((x @ w).tanh().sum(axis=1) * 2.0).mean()
     tape = mg.autograd.tape(loss)
     ops = [n.op for n in tape]
@@ -579,20 +575,20 @@ def test_tape_lists_ops_in_run_order_with_metadata():
 
 
 def test_tape_of_leaf_and_constant_is_empty():
-    assert len(mg.autograd.tape(leaf([1.0]))) == 0
+    assert len(mg.autograd.tape(leaf_of([1.0]))) == 0
     assert len(mg.autograd.tape(mg.tensor([1.0]) * 2)) == 0
-    str(mg.autograd.tape(leaf([1.0])))  # printable
+    str(mg.autograd.tape(leaf_of([1.0])))  # printable
 
 
 def test_tape_shared_nodes_appear_once():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     h = x.exp()
     tape = mg.autograd.tape(h * h + h)
     assert [n.op for n in tape] == ["exp", "mul", "add"]
 
 
 def test_print_tape(capsys):
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     print(mg.autograd.tape((x * 2).sum()))
     out = capsys.readouterr().out
     assert "mul" in out and "sum" in out
@@ -602,7 +598,7 @@ def test_print_tape(capsys):
 
 def test_100k_op_chain_backward():
     limit = sys.getrecursionlimit()
-    x = leaf(np.ones(4))
+    x = leaf_of(np.ones(4))
     y = x
     for _ in range(50_000):
         y = y * 1.0
@@ -615,7 +611,7 @@ def test_100k_op_chain_backward():
 
 
 def test_deep_graph_is_freed_without_recursion():
-    x = leaf([1.0])
+    x = leaf_of([1.0])
     y = x
     for _ in range(100_000):
         y = y * 1.0
@@ -634,7 +630,7 @@ def no_gc():
 
 
 def test_finished_graph_is_freed_without_the_cycle_collector(no_gc):
-    x = leaf(np.ones((3, 3)))
+    x = leaf_of(np.ones((3, 3)))
     h = (x @ x).exp()
     y = (h * x).sum()
     node = weakref.ref(y.grad_fn)
@@ -649,7 +645,7 @@ def test_finished_graph_is_freed_without_the_cycle_collector(no_gc):
 
 
 def test_unused_graph_is_freed_without_the_cycle_collector(no_gc):
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     y = x.exp().sin().sum()
     refs = [weakref.ref(n) for n in mg.autograd.tape(y)]
     assert all(r() is not None for r in refs)
@@ -658,7 +654,7 @@ def test_unused_graph_is_freed_without_the_cycle_collector(no_gc):
 
 
 def test_graph_freed_after_create_graph_and_function_nodes(no_gc):
-    x = leaf([1.0, 2.0])
+    x = leaf_of([1.0, 2.0])
     y = (ExpOut.apply(x) * Cube.apply(x)).sum()
     (g,) = mg.grad(y, x, create_graph=True)
     refs = [weakref.ref(n) for n in mg.autograd.tape(y)] + [weakref.ref(n) for n in mg.autograd.tape(g)]
@@ -667,7 +663,7 @@ def test_graph_freed_after_create_graph_and_function_nodes(no_gc):
 
 
 def test_saved_arrays_released_after_backward():
-    x = leaf(np.ones(1000))
+    x = leaf_of(np.ones(1000))
     y = x.exp()
     z = (y * x).sum()
     node = y.grad_fn

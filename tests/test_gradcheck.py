@@ -4,11 +4,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import to_np
-
-
-def leaf(shape, seed=0, dtype=np.float64):
-    return mg.tensor(np.random.default_rng(seed).standard_normal(shape).astype(dtype), requires_grad=True)
+from conftest import leaf, to_np
 
 
 class WrongAt(mg.autograd.Function):

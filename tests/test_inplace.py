@@ -4,22 +4,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import DEVICE, to_np
-
-
-def rnd(shape, seed=0, low=None):
-    a = np.random.default_rng(seed).standard_normal(shape)
-    return a if low is None else np.abs(a) + low
-
-
-def leaf(shape, seed=0, low=None):
-    return mg.tensor(rnd(shape, seed, low), requires_grad=True)
-
-
-def check(fn, *inputs, gg=True):
-    assert mg.gradcheck(fn, inputs)
-    if gg:
-        assert mg.gradgradcheck(fn, inputs)
+from conftest import DEVICE, check, leaf, rnd, to_np
 
 
 # -- values and versions -----------------------------------------------------------------------

@@ -6,21 +6,10 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import to_np
+from conftest import check, leaf, to_np
 
 nn = mg.nn
 F = mg.nn.functional
-
-
-def leaf(shape, seed=0, scale=1.0):
-    rng = np.random.default_rng(seed)
-    return mg.tensor(rng.standard_normal(shape) * scale, requires_grad=True)
-
-
-def check(fn, *inputs, gg=True):
-    assert mg.gradcheck(fn, inputs)
-    if gg:
-        assert mg.gradgradcheck(fn, inputs)
 
 
 class MLP(nn.Module):

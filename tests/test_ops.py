@@ -7,30 +7,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import dev, to_np
-
-
-def rnd(shape, seed=0, low=None, away=None):
-    """float64 data; ``low`` shifts it positive, ``away`` keeps it off the kinks at those points."""
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    if low is not None:
-        a = np.abs(a) + low
-    if away is not None:
-        for p in away:
-            close = np.abs(a - p) < 0.1
-            a = np.where(close, p + 0.3 * np.sign(a - p + 1e-12), a)
-    return a
-
-
-def leaf(shape, seed=0, **kw):
-    return mg.tensor(rnd(shape, seed, **kw), requires_grad=True)
-
-
-def check(fn, *inputs, gg=True):
-    assert mg.gradcheck(fn, inputs)
-    if gg:
-        assert mg.gradgradcheck(fn, inputs)
+from conftest import check, dev, leaf, rnd, to_np
 
 
 # -- elementwise binary ------------------------------------------------------------------------

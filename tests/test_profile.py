@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import autograd
+from minigrad import _state, autograd
 
 
 def leaf(*shape, seed=0):
@@ -16,7 +16,7 @@ def test_counts_times_and_saved_bytes():
         h = (x @ w).tanh()                 # matmul, tanh
         y = (h * h + h * 2.0).sum()        # mul x2, add, sum
         y.backward()
-    assert autograd.PROFILER is None
+    assert _state.profiler() is None
     s = p.stats
     assert set(s) == {"matmul", "tanh", "mul", "add", "sum"}
     assert (s["matmul"].calls, s["tanh"].calls, s["mul"].calls, s["add"].calls, s["sum"].calls) == (1, 1, 2, 1, 1)
@@ -58,14 +58,14 @@ def test_table_lists_ops_sorted_by_total_time():
 
 
 def test_inactive_outside_the_block_and_restored_after_an_error():
-    assert autograd.PROFILER is None
+    assert _state.profiler() is None
     x = leaf(3)
     with pytest.raises(ZeroDivisionError):
         with mg.autograd.profile() as p:
-            assert autograd.PROFILER is p
+            assert _state.profiler() is p
             (x * 2.0).sum()
             raise ZeroDivisionError("inside the block")
-    assert autograd.PROFILER is None
+    assert _state.profiler() is None
     before = dict(p.stats)
     (x * 3.0).sum().backward()             # nothing recorded once the block is over
     assert p.stats.keys() == before.keys() and p.stats["mul"].calls == 1
@@ -77,8 +77,8 @@ def test_nested_profiles_report_to_the_outer_one():
         (x * 2.0).sum()
         with mg.autograd.profile() as inner:
             (x + 1.0).exp().sum().backward()
-        assert autograd.PROFILER is outer
-    assert autograd.PROFILER is None
+        assert _state.profiler() is outer
+    assert _state.profiler() is None
     assert set(inner.stats) == {"add", "exp", "sum"}
     assert outer.stats["sum"].calls == 2 and outer.stats["exp"].backward_calls == 1
     assert outer.stats["mul"].calls == 1
@@ -138,7 +138,7 @@ def test_no_profile_no_reports(monkeypatch):
     h = y * 1
     h[0] += 1.0
     h.reshape(3, 1).expand(3, 2).sum().backward()
-    assert autograd.PROFILER is None and x.grad is not None
+    assert _state.profiler() is None and x.grad is not None
 
 
 def test_in_place_and_indexing_ops_are_profiled():

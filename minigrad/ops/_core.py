@@ -16,7 +16,7 @@ from weakref import ref as _weakref
 
 import numpy as np
 
-from .. import autograd as _ag
+from .. import _state
 from .. import backend as _be
 from ..autograd import Node
 from ..autograd import _seq as _seq_counter
@@ -104,7 +104,7 @@ def _new_node(op, rule, parents, meta, out_meta, attrs):
 def unary(op, fwd, rule, x, save=0, attrs=None):
     """Run a one-input op. ``save``: 0 nothing, 1 the input, 2 the output."""
     xd = x.data
-    prof = _ag.PROFILER
+    prof = _state.profiler()
     if prof is None:
         out = fwd(xd)
     else:
@@ -118,7 +118,7 @@ def unary(op, fwd, rule, x, save=0, attrs=None):
     r.grad = r._hooks = r._base = None
     r._oidx = 0
     ver = r._ver = [0]
-    if x._rg and _ag.GRAD_ENABLED:
+    if x._rg and _state.grad_enabled():
         xn = x._node
         n = _new_node(op, rule, (x if xn is None else xn if xn.view_ver is None and x._oidx == 0 else edge(x),),
                       ((xd.shape, xd.dtype),), (out.shape, out.dtype), attrs)
@@ -162,7 +162,7 @@ def binary(op, fwd, rule, x, y, save=""):
         yr = False
     if xd.__class__ is not yd.__class__:
         check_same_device(op, xd, yd)
-    prof = _ag.PROFILER
+    prof = _state.profiler()
     try:
         if prof is None:
             out = fwd(xd, yd)
@@ -184,7 +184,7 @@ def binary(op, fwd, rule, x, y, save=""):
     r.grad = r._hooks = r._base = None
     r._oidx = 0
     r._ver = [0]
-    if (xr or yr) and _ag.GRAD_ENABLED:
+    if (xr or yr) and _state.grad_enabled():
         if xr:
             xn = x._node
             px = x if xn is None else xn if xn.view_ver is None and x._oidx == 0 else edge(x)
@@ -252,7 +252,7 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
         r._base = view_of if view_of._base is None else view_of._base
         if not r._base._rg:
             note_plain_view(r)
-    if not _ag.GRAD_ENABLED:
+    if not _state.grad_enabled():
         return r
     parents = []
     meta = []
@@ -289,7 +289,7 @@ def record(op, rule, out, inputs, saved=(), attrs=None, save_out=False, view_of=
     r._rg = True
     if view_of is not None:
         n.view_ver = r._ver[0]
-    prof = _ag.PROFILER
+    prof = _state.profiler()
     if prof is not None:
         prof._add_saved(op, n.saved_bytes)
     return r
@@ -308,7 +308,7 @@ def note_plain_view(v):
 
 def timed(op, fn, *args):
     """Run a forward computation, timing it when a profile is active."""
-    prof = _ag.PROFILER
+    prof = _state.profiler()
     if prof is None:
         return fn(*args)
     t0 = time.perf_counter()

@@ -63,7 +63,7 @@ from time import perf_counter as _perf
 
 import numpy as np
 
-from .. import autograd as _ag
+from .. import _state
 from .. import backend as _be
 from ..autograd import Node
 from ..tensor import Tensor
@@ -128,7 +128,7 @@ def _plan(t, op, others):
 
     mode: None (a plain write), "self" (rebase ``t``) or "base" (through ``t``'s base).
     """
-    if not _ag.GRAD_ENABLED:
+    if not _state.grad_enabled():
         return None, False
     if t._rg and t._node is None:
         raise RuntimeError(
@@ -247,12 +247,12 @@ def _rebase(t, n):
 
 def _clock():
     """The start time of an in-place op when a profile is active, else None."""
-    return _perf() if _ag.PROFILER is not None else None
+    return _perf() if _state.profiler() is not None else None
 
 
 def _report(op, t0, n=None):
     """Tell the active profile (if any) about one call of ``op`` started at ``t0``."""
-    prof = _ag.PROFILER
+    prof = _state.profiler()
     if prof is None or t0 is None:
         return
     prof._add_forward(op, _perf() - t0)
@@ -587,7 +587,7 @@ def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     bounds = []
     for b in (min, max):
         if isinstance(b, Tensor):
-            if b._rg and _ag.GRAD_ENABLED:
+            if b._rg and _state.grad_enabled():
                 raise TypeError("clamp_: bounds that require grad are not supported in place; use mg.clamp(x, lo, hi)")
             b = _operand(b, op, t)
         elif b is not None:
