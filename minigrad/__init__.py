@@ -6,34 +6,30 @@
 >>> y.backward()
 >>> x.grad
 tensor([2., 4., 6.])
+
+The functions below ``# ops`` come from the op registry (``mg.ops.registry()``).
 """
 from __future__ import annotations
 
 import numpy as _np
 
-from . import autograd
-from .autograd import enable_grad, grad, is_grad_enabled, no_grad
+from . import autograd, ops
 from .backend import get_default_device, set_default_device
 from .creation import (
     arange, empty, eye, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, randint,
     randn, tensor, zeros, zeros_like,
 )
+from .engine import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
 from .errors import AxisError, GradcheckError, MinigradError
 from .gradcheck import gradcheck, gradgradcheck
-from .ops.elementwise import (
-    abs, allclose, clamp, clip, cos, exp, isclose, log, maximum, minimum, relu, sigmoid, sin, sqrt,
-    tanh, where,
-)
-from .ops.linalg import dot, matmul, outer
-from .ops.reduce import (
-    argmax, argmin, logsumexp, log_softmax, max, mean, min, softmax, std, sum, var,
-)
-from .ops.shape import (
-    broadcast_to, cat, concatenate, expand, flatten, index_add, permute, reshape, squeeze, stack,
-    sum_to, swapaxes, transpose, unsqueeze,
-)
 from .tensor import Tensor, get_default_dtype, set_default_dtype
 from .threads import get_num_threads, set_num_threads
+
+# ops: every public function the registry marks for export (mg.exp, mg.sum, mg.einsum, ...)
+globals().update(ops.exports())
+cat = concatenate  # noqa: F821 - exported from the registry above
+clamp = clip  # noqa: F821
+dot = matmul  # noqa: F821
 
 float16 = _np.float16
 float32 = _np.float32
@@ -47,12 +43,20 @@ bool_ = _np.bool_
 
 __version__ = "0.1.0"
 
+__all__ = sorted(
+    ["Tensor", "tensor", "zeros", "ones", "full", "full_like", "empty", "arange", "linspace", "eye", "zeros_like",
+     "ones_like", "rand", "randn", "randint", "from_numpy", "manual_seed", "set_default_dtype", "get_default_dtype",
+     "set_default_device", "get_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
+     "grad", "gradcheck", "gradgradcheck", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",
+     "get_num_threads", "autograd", "ops", "cat", "clamp", "dot", "save", "load", "nn", "optim", "sparse", "viz",
+     "strided", "io"] + list(ops.exports()))
+
 
 def __getattr__(name):
     # subpackages that pull in more code load on first use
     import importlib
 
-    if name in ("nn", "optim", "sparse", "viz", "strided", "einsum_mod", "io"):
+    if name in ("nn", "optim", "sparse", "viz", "strided", "io", "profile"):
         mod = importlib.import_module(f".{name}", __name__)
         globals()[name] = mod
         return mod
@@ -60,8 +64,4 @@ def __getattr__(name):
         from . import io
 
         return getattr(io, name)
-    if name == "einsum":
-        from .ops.einsum import einsum
-
-        return einsum
     raise AttributeError(f"module 'minigrad' has no attribute {name!r}")

@@ -58,3 +58,11 @@ def without_observers(grad: bool):
 
 def reset(token) -> None:
     _mode.reset(token)
+
+
+def profiler():
+    """The innermost active profile of this thread, or None."""
+    for o in reversed(_mode.get().observers):
+        if getattr(o, "is_profile", False):
+            return o
+    return None

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import backend as _be
 from . import tensor as _tensor
-from .tensor import Tensor, _wrap
+from .tensor import Tensor, wrap as _wrap
 
 _rng = np.random.default_rng()
 

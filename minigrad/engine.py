@@ -173,6 +173,7 @@ class Node:
         self.saved = ()
         self._out = None
         self.aux = None
+        self.params = None
         self.freed = True
 
 
@@ -214,7 +215,7 @@ def edge(x):
     n = x._node
     if n is None:
         return x
-    if n.view_ver is not None and n.view_ver != x._ver[0]:
+    if n.view_ver is not None and n.view_ver != x._ver[0] and x._base is not None:
         n = x._refresh_view()  # the storage was written since this view was taken
     return n if x._oidx == 0 else (n, x._oidx)
 
@@ -239,19 +240,26 @@ def apply(op: Op, *args, **params):
             dev = True
         datas.append(d)
     xp = _xp_of(op.name, datas) if dev else np
-    if mode.observers:
-        t0 = _perf()
-        out = op.forward(xp, *datas, **params)
-        dt = _perf() - t0
-        for o in mode.observers:
-            o.forward(op.name, dt, out)
-    else:
-        out = op.forward(xp, *datas, **params)
+    try:
+        if mode.observers:
+            t0 = _perf()
+            out = op.forward(xp, *datas, **params)
+            dt = _perf() - t0
+            for o in mode.observers:
+                o.forward(op.name, dt, out)
+        else:
+            out = op.forward(xp, *datas, **params)
+    except ValueError as e:
+        if "broadcast" not in str(e) or not op.broadcast:
+            raise
+        shapes = " and ".join(str(tuple(d.shape)) if hasattr(d, "shape") else "scalar" for d in datas)
+        raise ValueError(f"{op.name}: operands could not be broadcast together: shapes {shapes} "
+                         "(NumPy broadcasting: trailing dims must match or be 1)") from None
     aux = None
     if op.aux:
         out, aux = out
     record = rg and mode.grad and op.rule is not None
-    if op.n_out != 1:
+    if op.n_out != 1 and isinstance(out, tuple):
         return _wrap_many(op, out, args, datas, params, aux, record, mode)
     if out.__class__ is not _nd:
         out = _as_array(out)
@@ -308,7 +316,9 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     vers = ()
     if op.save:
         saved = []
-        for i in op.save:
+        for i in _positions(op.save, len(args)):
+            if i >= len(args):
+                continue
             a = args[i]
             if op.cross and not any(p is not None for j, p in enumerate(parents) if j != i):
                 saved.append(None)
@@ -331,6 +341,17 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     for o in mode.observers:
         o.recorded(n)
     return n
+
+
+def _positions(save, n):
+    """The argument positions ``save`` names: ``(1, ...)`` is every one from 1 on, ``(1, ..., -1)``
+    every one from 1 up to the last (excluded)."""
+    if Ellipsis not in save:
+        return save
+    k = save.index(Ellipsis)
+    head, tail = save[:k], save[k + 1:]
+    end = n + tail[0] if tail else n
+    return head + tuple(range(head[-1] + 1 if head else 0, end))
 
 
 def _wrap_many(op, outs, args, datas, params, aux, record, mode):
@@ -536,6 +557,16 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
 
 def _walk(order, graph, retain_graph, capture, leaves):
     observers = _get_mode().observers
+    if observers:  # the ops rules run count as their rule's backward time, not as forward calls
+        token = _state.without_observers(graph)
+        try:
+            return _walk_nodes(order, graph, retain_graph, capture, leaves, observers)
+        finally:
+            _state.reset(token)
+    return _walk_nodes(order, graph, retain_graph, capture, leaves, ())
+
+
+def _walk_nodes(order, graph, retain_graph, capture, leaves, observers):
     plain = capture is None and not observers
     for n in order:
         g = n._g

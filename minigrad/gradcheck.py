@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import autograd as _ag
+from . import engine as _ag
 from .backend import array_module, to_numpy
 from .errors import GradcheckError
-from .tensor import Tensor, _wrap
+from .tensor import Tensor, wrap as _wrap
 
 
 def _is_sparse(x):

@@ -16,7 +16,8 @@ from __future__ import annotations
 import time
 
 from . import _state
-from . import autograd as _ag
+from . import _state
+from .tape import fmt_bytes
 
 __all__ = ["Profile", "OpStats"]
 
@@ -55,10 +56,11 @@ class Profile:
     >>> print(p.table())
     """
 
+    is_profile = True  # found by _state.profiler()
+
     def __init__(self):
         self.stats: dict[str, OpStats] = {}
         self.wall_s = 0.0
-        self._outer = None
         self._t0 = None
         self._active = False
 
@@ -67,43 +69,35 @@ class Profile:
         if self._active:
             raise RuntimeError("profile: this profile is already active; make a new one with mg.autograd.profile()")
         self._active = True
-        self._outer = _state.profiler()
-        self._token = _state.set_profiler(self)
+        self._token = _state.add_observer(self)
         self._t0 = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
         self.wall_s += time.perf_counter() - self._t0
-        _state.reset_profiler(self._token)
-        self._outer = None
+        _state.reset(self._token)
         self._active = False
         return False
 
-    # -- the hooks ops and the engine call -------------------------------------------
+    # -- the observer protocol the engine calls (minigrad/_state.py) -------------------
     def _get(self, op) -> OpStats:
         s = self.stats.get(op)
         if s is None:
             s = self.stats[op] = OpStats(op)
         return s
 
-    def _add_forward(self, op: str, seconds: float) -> None:
+    def forward(self, op: str, seconds: float, out) -> None:
         s = self._get(op)
         s.calls += 1
         s.forward_s += seconds
-        if self._outer is not None:
-            self._outer._add_forward(op, seconds)
 
-    def _add_backward(self, op: str, seconds: float) -> None:
-        s = self._get(op)
+    def recorded(self, node) -> None:
+        self._get(node.op).saved_bytes += node.saved_bytes
+
+    def backward(self, node, seconds: float, grads) -> None:
+        s = self._get(node.op)
         s.backward_calls += 1
         s.backward_s += seconds
-        if self._outer is not None:
-            self._outer._add_backward(op, seconds)
-
-    def _add_saved(self, op: str, nbytes: int) -> None:
-        self._get(op).saved_bytes += int(nbytes)
-        if self._outer is not None:
-            self._outer._add_saved(op, nbytes)
 
     # -- reading it ----------------------------------------------------------------------
     def rows(self, sort_by: str = "total") -> list[OpStats]:
@@ -138,10 +132,10 @@ class Profile:
         for s in shown:
             pct = 100.0 * s.total_s / total if total > 0 else 0.0
             out.append((s.op, str(s.calls), _fmt_s(s.forward_s), str(s.backward_calls), _fmt_s(s.backward_s),
-                        _fmt_s(s.total_s), f"{pct:.1f}", _ag._fmt_bytes(s.saved_bytes)))
+                        _fmt_s(s.total_s), f"{pct:.1f}", fmt_bytes(s.saved_bytes)))
         out.append(("total", str(sum(s.calls for s in rows)), _fmt_s(self.total_forward_s),
                     str(sum(s.backward_calls for s in rows)), _fmt_s(self.total_backward_s), _fmt_s(total),
-                    "100.0" if total > 0 else "0.0", _ag._fmt_bytes(sum(s.saved_bytes for s in rows))))
+                    "100.0" if total > 0 else "0.0", fmt_bytes(sum(s.saved_bytes for s in rows))))
         widths = [max(len(r[c]) for r in out) for c in range(len(head))]
         rule = "  ".join("-" * w for w in widths)
 

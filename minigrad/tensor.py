@@ -222,6 +222,10 @@ class Tensor:
                 raise ValueError(f"grad: assigned grad is on {g.device} but the tensor is on {self.device}")
         self._grad = g
 
+    def _xp(self):
+        """The array module of this tensor's data (numpy or cupy)."""
+        return _be.array_module(self.data)
+
     def __len__(self) -> int:
         if self.data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")

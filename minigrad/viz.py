@@ -36,7 +36,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from . import autograd as _ag
+from . import engine as _ag
+from .tape import fmt_bytes as _fmt_bytes
 from .errors import MinigradError
 
 __all__ = ["graph", "dot_source", "save", "GraphvizNotFoundError", "INSTALL_HINT"]
@@ -659,7 +660,7 @@ def _op_style(n) -> str:
 
 def _op_tip(n) -> str:
     ins = ", ".join("const" if m is None else _shp(m[0]) for m in n.meta)
-    saved = "freed" if n.freed else _ag._fmt_bytes(n.saved_bytes)
+    saved = "freed" if n.freed else _fmt_bytes(n.saved_bytes)
     return f"{n.op} #{n.seq}: {ins} → {_shp(n.out_meta[0])} {n.out_meta[1]}; saved for backward: {saved}"
 
 

@@ -13,10 +13,11 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
-from ..ops import _core as C
+from ..ops import linalg as _la
+from ..ops import nn as _nn
 from ..ops import elementwise as _ew
 from ..ops import reduce as _red
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor
 
 __all__ = [
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy", "nll_loss",
@@ -41,84 +42,7 @@ def _check_reduction(reduction, op):
 
 # -- linear -----------------------------------------------------------------------------
 
-
-def _linear_rule(ctx, g, saved):
-    x, w = saved
-    meta = ctx.meta
-    mx, mw = meta[0], meta[1]
-    mb = meta[2] if len(meta) == 3 else None
-    gx = gw = gb = None
-    if mx is not None:
-        gx = C.matmul(g, w)
-    if mw is not None or mb is not None:
-        g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
-        if mw is not None:
-            x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
-            gw = C.matmul(g2.T, x2)
-        if mb is not None:
-            gb = _sum_rows(g2)
-    return gx, gw, gb
-
-
-_ONES: dict = {}  # (rows, dtype) -> a read-only vector of ones, for column sums on the host
-
-
-def _sum_rows(g2):
-    """g2.sum(0). On the host as ones @ g2: BLAS's gemv is several times faster than NumPy's
-    axis-0 reduction (and uses BLAS's threads)."""
-    if type(g2) is not np.ndarray or g2.dtype.kind != "f":
-        return g2.sum(0)
-    key = (g2.shape[0], g2.dtype)
-    ones = _ONES.get(key)
-    if ones is None:
-        if len(_ONES) > 16:
-            _ONES.clear()
-        ones = np.ones(g2.shape[0], dtype=g2.dtype)
-        ones.flags.writeable = False
-        _ONES[key] = ones
-    return ones @ g2
-
-
-def linear(x, weight, bias=None):
-    """``x @ weight.T + bias`` as one op (PyTorch's layout: ``weight`` is (out, in)).
-
-    Args:
-        x: (..., in) Tensor.
-        weight: (out, in) Tensor.
-        bias: (out,) Tensor or None.
-
-    Returns:
-        (..., out) Tensor.
-
-    >>> F.linear(mg.ones(2, 3), mg.ones(4, 3)).shape
-    (2, 4)
-    """
-    x = _t(x, "linear")
-    xd = x.data
-    wd = weight.data
-    if wd.ndim != 2 or xd.ndim < 1 or xd.shape[-1] != wd.shape[1]:
-        raise ValueError(
-            f"linear: input of shape {tuple(xd.shape)} does not match weight of shape {tuple(wd.shape)} "
-            f"(expected input (..., {wd.shape[1] if wd.ndim == 2 else '?'}) and weight (out, in))"
-        )
-    if type(xd) is not type(wd):
-        C.check_same_device("linear", xd, wd)
-    out = C.timed("linear", _linear_fwd, xd, wd, None if bias is None else bias.data)
-    if bias is None:
-        return C.record("linear", _linear_rule, out, (x, weight),
-                        saved=(x if weight._rg else None, weight if x._rg else None))
-    return C.record("linear", _linear_rule, out, (x, weight, bias),
-                    saved=(x if weight._rg else None, weight if x._rg else None))
-
-
-def _linear_fwd(xd, wd, bd):
-    out = _be.matmul(xd, wd.T)
-    if bd is not None:
-        if out.dtype == bd.dtype and out.ndim >= 1:
-            out += bd  # a fresh array: add the bias in place, no temporary
-        else:
-            out = out + bd
-    return out
+linear = _la.linear
 
 
 # -- activations ---------------------------------------------------------------------------
@@ -129,20 +53,9 @@ def relu(x):
     return _ew.relu(x)
 
 
-def _tanh_rule(ctx, g, saved):
-    (y,) = saved
-    if C.is_t(g) or C.is_t(y):  # create_graph: recorded ops
-        return (g * (1 - y * y),)
-    d = y * y                       # one temporary instead of three: (1 - y*y) * g in place
-    C.xp_of(d).subtract(1, d, out=d)
-    d *= g
-    return (d,)
-
-
 def tanh(x):
-    """Hyperbolic tangent, elementwise (``mg.tanh`` with a backward that allocates one array, not three)."""
-    x = _t(x, "tanh")
-    return C.unary("tanh", C.xp_of(x.data).tanh, _tanh_rule, x, 2)
+    """Hyperbolic tangent, elementwise (``mg.tanh``)."""
+    return _ew.tanh(_t(x, "tanh"))
 
 
 def sigmoid(x):
@@ -176,7 +89,7 @@ def _targets(target, n, c, op, xd):
         )
     if tuple(td.shape) != (n,):
         raise ValueError(f"{op}: input of shape {tuple(xd.shape)} needs a target of shape ({n},), got {tuple(td.shape)}")
-    xp = C.xp_of(xd)
+    xp = _be.array_module(xd)
     if xp is np:
         td = np.asarray(td)
     elif not _be.is_cupy_array(td):
@@ -187,57 +100,6 @@ def _targets(target, n, c, op, xd):
             bad = lo if lo < 0 else hi
             raise IndexError(f"{op}: target {bad} is out of bounds for {c} classes (valid [0, {c - 1}])")
     return td
-
-
-def _ce_fwd(xd, td, reduction):
-    """Per-row losses and the softmax (kept for backward), computed stably."""
-    xp = C.xp_of(xd)
-    n = xd.shape[0]
-    rows = xp.arange(n)
-    # the ufunc's own reduce on the host: the array method's Python wrapper costs more than the
-    # work on a minibatch's logits
-    total = np.add.reduce if xp is np else xp.sum
-    p = _red.shift_by_max(xd, 1) if n else xd - xd  # x - max (for few classes, an F-ordered array)
-    picked = p[rows, td]                       # x[t] - max
-    xp.exp(p, out=p)
-    s = total(p, axis=1)
-    p /= s[:, None]                            # softmax
-    loss = xp.log(s)
-    loss -= picked                             # logsumexp - x[t]
-    if reduction == "none":
-        return loss, p
-    if not n:
-        return xp.asarray(xp.nan if reduction == "mean" else 0, dtype=xd.dtype), p
-    loss = total(loss, axis=0, keepdims=True)  # an array, not a NumPy scalar
-    if reduction == "mean":
-        loss /= n
-    return loss.reshape(()), p
-
-
-def _ce_rule(ctx, g, saved):
-    x, _, p = saved  # the middle one is the target, saved for its version check only
-    td, reduction = ctx.attrs
-    n = ctx.meta[0][0][0]
-    if C.is_t(g):  # create_graph: the same formula with recorded ops
-        xp = C.xp_of(td)
-        onehot = xp.zeros(x.shape, dtype=x.dtype)
-        onehot[xp.arange(n), td] = 1
-        d = _red.softmax(x, 1) - onehot
-        if reduction == "mean":
-            return (d * (g / n),)
-        if reduction == "sum":
-            return (d * g,)
-        return (d * g.reshape(n, 1),)
-    xp = C.xp_of(p)
-    gx = p.copy(order="K")  # keep p's layout: no transposing copy
-    gx[xp.arange(n), td] -= 1
-    if reduction == "mean":
-        gx *= g / n if g.ndim == 0 else g.reshape(()) / n
-    elif reduction == "sum":
-        gx *= g
-    else:
-        gx *= g.reshape(n, 1)
-    return (gx,)
 
 
 def cross_entropy(input, target, reduction: str = "mean"):  # noqa: A002 - PyTorch's name
@@ -280,14 +142,10 @@ def cross_entropy(input, target, reduction: str = "mean"):  # noqa: A002 - PyTor
         return out.reshape((x.shape[0],) + tuple(rest)) if reduction == "none" else out
     if x.ndim != 2:
         raise ValueError(f"cross_entropy: input must be (N, C) logits, got shape {x.shape}")
-    xd = x.data
-    n, c = xd.shape
-    td = _targets(target, n, c, "cross_entropy", xd)
-    loss, p = C.timed("cross_entropy", _ce_fwd, xd, td, reduction)
-    # a target Tensor is saved too: changing it in place before backward is refused, not silently wrong
-    return C.record("cross_entropy", _ce_rule, loss, (x,), saved=(x, target if isinstance(target, Tensor) else None, p),
-                    attrs=(td, reduction),
-                    info={"reduction": reduction})
+    n, c = x.shape
+    td = _targets(target, n, c, "cross_entropy", x.data)
+    # a target Tensor is saved itself by nll_loss: changing it in place before backward is refused
+    return _nn.nll_loss_op(_red.log_softmax(x, 1), target if isinstance(target, Tensor) else td, reduction)
 
 
 def nll_loss(input, target, reduction: str = "mean"):  # noqa: A002
@@ -298,8 +156,7 @@ def nll_loss(input, target, reduction: str = "mean"):  # noqa: A002
         raise ValueError(f"nll_loss: input must be (N, C) log-probabilities, got shape {x.shape}")
     n, c = x.shape
     td = _targets(target, n, c, "nll_loss", x.data)
-    picked = -x[C.xp_of(x.data).arange(n), td]
-    return _reduce(picked, reduction)
+    return _nn.nll_loss_op(x, target if isinstance(target, Tensor) else td, reduction)
 
 
 def _reduce(v, reduction):
@@ -330,38 +187,6 @@ def mse_loss(input, target, reduction: str = "mean"):  # noqa: A002
     return _reduce(d * d, reduction)
 
 
-def _bce_fwd(xd, yd, reduction):
-    xp = C.xp_of(xd)
-    loss = xp.maximum(xd, 0) - xd * yd  # softplus(x) - x*y, stable both ways
-    loss += xp.log1p(xp.exp(-xp.abs(xd)))
-    if reduction == "mean":
-        loss = loss.mean()
-    elif reduction == "sum":
-        loss = loss.sum()
-    return xp.asarray(loss, dtype=xd.dtype)
-
-
-def _bce_rule(ctx, g, saved):
-    x, y = saved
-    mx, my = ctx.meta
-    reduction, size = ctx.attrs
-    if reduction == "mean":
-        g = g / size
-    elif reduction == "sum":
-        pass
-    gx = gy = None
-    if C.is_t(x) or C.is_t(y) or C.is_t(g):
-        xt = x if C.is_t(x) else _wrap(x)
-        sig = _ew.sigmoid(xt)
-    else:
-        sig = _ew._sigmoid_fwd(x)
-    if mx is not None:
-        gx = (sig - y) * g
-    if my is not None:
-        gy = -x * g
-    return gx, gy
-
-
 def binary_cross_entropy_with_logits(input, target, reduction: str = "mean"):  # noqa: A002
     """Sigmoid + binary cross-entropy in one stable op: ``softplus(x) - x * y``.
 
@@ -377,10 +202,9 @@ def binary_cross_entropy_with_logits(input, target, reduction: str = "mean"):  #
         raise ValueError(
             f"binary_cross_entropy_with_logits: input of shape {x.shape} and target of shape {y.shape} differ"
         )
-    yd = y.data if y.data.dtype == x.data.dtype else y.data.astype(x.data.dtype)
-    loss = C.timed("binary_cross_entropy_with_logits", _bce_fwd, x.data, yd, reduction)
-    return C.record("binary_cross_entropy_with_logits", _bce_rule, loss, (x, y), saved=(x, y),
-                    attrs=(reduction, x.data.size), info={"reduction": reduction})
+    if y.dtype != x.dtype:
+        y = y.astype(x.dtype)
+    return _nn.bce_op(x, y, reduction)
 
 
 # -- regularisation and normalisation ------------------------------------------------------------
@@ -401,7 +225,7 @@ def dropout(x, p: float = 0.5, training: bool = True):
     from .. import creation
 
     keep = creation._rng.random(x.shape, dtype=np.float32) >= p
-    xp = C.xp_of(x.data)
+    xp = _be.array_module(x.data)
     mask = keep.astype(x.data.dtype)
     mask *= 1.0 / (1.0 - p)
     if xp is not np:

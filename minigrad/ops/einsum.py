@@ -28,8 +28,9 @@ import string
 import numpy as np
 
 from .. import backend as _be
-from ..tensor import Tensor, _wrap
-from . import _core as C
+from ..engine import apply
+from ..tensor import Tensor
+from ._registry import Sample, defop, public
 
 __all__ = ["einsum"]
 
@@ -399,7 +400,7 @@ def _pair_arrays(a, la, b, lb, lout):
         out = _be.matmul(a3, b3).reshape(bshape + ashape + bfshape)
     if grouped != tuple(lout):
         out = out.transpose(tuple(grouped.index(lab) for lab in lout))
-    return C.as_array_out(out)
+    return out
 
 
 def _arrange(x, lx, order):
@@ -426,31 +427,30 @@ def _as3(x, lx, batch, free, con, nb, nf, k, right):
 # the recorded ops: pairwise contraction, diagonal, and its scatter
 # ---------------------------------------------------------------------------
 
-def _pair_rule(ctx, g, saved):
-    a, b = saved
-    la, lb, lc = ctx.attrs
-    ma, mb = ctx.meta
-    ga = None if ma is None else _pair_any(g, lc, b, lb, la)
-    gb = None if mb is None else _pair_any(a, la, g, lc, lb)
+def _pair_rule(ctx, g, la, lb, lout, pattern=None):
+    a, b = ctx.saved  # each saved only when the other operand needs a gradient
+    ga = None if b is None else _pair(g, lout, b, lb, la)
+    gb = None if a is None else _pair(a, la, g, lout, lb)
     return ga, gb
 
 
-def _pair_any(a, la, b, lb, lout):
-    if C.is_t(a) or C.is_t(b):
-        return _pair(a if C.is_t(a) else _wrap(a), la, b if C.is_t(b) else _wrap(b), lb, lout)
-    return _pair_arrays(a, la, b, lb, lout)
+def _pair_samples(rng):
+    r = rng.standard_normal
+    return [Sample(r((2, 3, 4)), r((2, 4, 5)), la=(0, 1, 2), lb=(0, 2, 3), lout=(0, 1, 3)),
+            Sample(r((3,)), r((4,)), la=(0,), lb=(1,), lout=(1, 0))]
+
+
+PAIR = defop("einsum", lambda xp, a, b, la, lb, lout, pattern=None: _pair_arrays(a, la, b, lb, lout), _pair_rule,
+             save=(0, 1), cross=True, kind="other", samples=_pair_samples)
 
 
 def _pair(a, la, b, lb, lout, names=None):
     """Pairwise contraction of Tensors, recorded as one ``einsum`` Node (``names``: the user's
     label names, for the pattern the tape and graphs show)."""
-    ad, bd = a.data, b.data
-    if type(ad) is not type(bd):
-        C.check_same_device("einsum", ad, bd)
-    out = C.timed("einsum", _pair_arrays, ad, la, bd, lb, lout)
-    return C.record("einsum", _pair_rule, out, (a, b),
-                    saved=(a if b._rg else None, b if a._rg else None),
-                    attrs=(la, lb, lout), info={"pattern": _pattern_of(la, lb, lout, names)})
+    out = apply(PAIR, a, b, la=la, lb=lb, lout=lout)
+    if out._node is not None:
+        out._node.info = {"pattern": _pattern_of(la, lb, lout, names)}
+    return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -470,43 +470,41 @@ def _diag_index(shape, lx, lu):
 
 def _device_index(x, shape, lx, lu):
     idx = _diag_index(tuple(shape), lx, lu)
-    xp = C.xp_of(x)
+    xp = _be.array_module(x)
     return idx if xp is np else xp.asarray(idx)
 
 
-def _diag_arrays(x, lx, lu):
+def _diag_fwd(xp, x, lx, lu, shape):
     out_shape = tuple(x.shape[lx.index(u)] for u in lu)
     return x.reshape(-1)[_device_index(x, x.shape, lx, lu)].reshape(out_shape)
 
 
-def _undiag_arrays(g, lu, lx, shape):
-    z = C.xp_of(g).zeros(_prod(shape), dtype=g.dtype)
+def _undiag_fwd(xp, g, lu, lx, shape):
+    z = xp.zeros(_prod(shape), dtype=g.dtype)
     z[_device_index(g, shape, lx, lu)] = g.reshape(-1)
     return z.reshape(shape)
 
 
-def _diag_rule(ctx, g, saved):
-    lx, lu, shape = ctx.attrs
-    return (_undiag(g, lu, lx, shape) if C.is_t(g) else _undiag_arrays(g, lu, lx, shape),)
-
-
-def _undiag_rule(ctx, g, saved):
-    lu, lx, shape = ctx.attrs
-    return (_diag(g, lx, lu) if C.is_t(g) else _diag_arrays(g, lx, lu),)
+DIAG = defop("einsum_diag", _diag_fwd, lambda ctx, g, lx, lu, shape: (_undiag(g, lu, lx, shape),), kind="other",
+             samples=lambda rng: [Sample(rng.standard_normal((3, 3, 2)), lx=(0, 0, 1), lu=(0, 1), shape=(3, 3, 2))])
+UNDIAG = defop("einsum_undiag", _undiag_fwd, lambda ctx, g, lu, lx, shape: (_diag(g, lx, lu),), kind="other",
+               samples=lambda rng: [Sample(rng.standard_normal((3, 2)), lu=(0, 1), lx=(0, 0, 1), shape=(3, 3, 2))])
 
 
 def _diag(x, lx, lu):
     """The diagonal over repeated labels (``"ii->i"``), recorded as ``einsum_diag``."""
-    out = C.timed("einsum_diag", _diag_arrays, x.data, lx, lu)
-    return C.record("einsum_diag", _diag_rule, out, (x,), attrs=(lx, lu, x.shape),
-                    info={"pattern": _pattern_of(lx, None, lu)})
+    out = apply(DIAG, x, lx=lx, lu=lu, shape=tuple(x.shape))
+    if out._node is not None:
+        out._node.info = {"pattern": _pattern_of(lx, None, lu)}
+    return out
 
 
 def _undiag(g, lu, lx, shape):
     """Zeros of ``shape`` with ``g`` written onto the diagonal; the gradient of ``_diag``."""
-    out = C.timed("einsum_undiag", _undiag_arrays, g.data, lu, lx, shape)
-    return C.record("einsum_undiag", _undiag_rule, out, (g,), attrs=(lu, lx, shape),
-                    info={"pattern": _pattern_of(lu, None, lx)})
+    out = apply(UNDIAG, g, lu=lu, lx=lx, shape=shape)
+    if out._node is not None:
+        out._node.info = {"pattern": _pattern_of(lu, None, lx)}
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -532,6 +530,7 @@ def _operand(x, k):
                         f"number ({e})") from None
 
 
+@public(PAIR, numpy=(np.einsum,))
 def einsum(*args, optimize="auto") -> Tensor:
     """Einstein summation, differentiable in every operand.
 
@@ -596,26 +595,23 @@ def einsum(*args, optimize="auto") -> Tensor:
     elif not isinstance(optimize, (bool, str)) and optimize is not None:
         raise TypeError(f"einsum: optimize must be 'auto', 'greedy', 'optimal', a bool or a path, got {optimize!r}")
     pre, pairs, perm, shown = _plan(grammar, pattern, shapes, optimize, bool(_opt_einsum()))
-    from .reduce import sum as _sum
-    from .shape import permute as _permute
-    from .shape import reshape as _reshape
 
     slots = {}
     for k, (x, steps) in enumerate(zip(ops, pre, strict=True)):
         for step in steps:
             if step[0] == "reshape":
-                x = _reshape(x, step[1])
+                x = x.reshape(step[1])
             elif step[0] == "diag":
                 x = _diag(x, step[1], step[2])
             else:
-                x = _sum(x, step[1])
+                x = x.sum(axis=step[1])
         slots[k] = x
     x = slots[0]
     for i, j, k, la, lb, lout in pairs:
         x = _pair(slots.pop(i), la, slots.pop(j), lb, lout, shown)
         slots[k] = x
     if perm != tuple(range(len(perm))) or (not pairs and x is ops[0]):
-        x = _permute(x, perm)  # also makes a fresh (view) Tensor for an identity pattern
+        x = x.permute(perm)  # also makes a fresh (view) Tensor for an identity pattern
     return x
 
 

@@ -109,7 +109,9 @@ def _pow_rule(ctx, g):
             gx = g * 0.0
         else:
             gx = g * (2 * x if y == 2 else y * x ** (y - 1))
-    if ctx.parents[1] is not None:  # d/dy x**y = x**y log x, and 0 where x == 0 (PyTorch's convention)
+    if ctx.parents[1] is not None and not isinstance(x, Tensor):  # a number to a tensor power
+        gy = g * ctx.out * float(np.log(x)) if x != 0 else g * 0.0
+    elif ctx.parents[1] is not None:  # d/dy x**y = x**y log x, and 0 where x == 0 (PyTorch's convention)
         zero = x == 0
         gy = where(zero, 0.0, g * ctx.out * log(where(zero, 1.0, x)))
     return gx, gy
@@ -203,6 +205,8 @@ def _tanh_backward_rule(ctx, gg):
 
 def _tanh_backward_fwd(xp, g, y):
     d = y * y
+    if d.__class__ is not np.ndarray or d.shape != np.broadcast_shapes(d.shape, np.shape(g)):
+        return (1 - d) * g
     xp.subtract(1, d, out=d)  # one temporary: (1 - y y) g, in place
     d *= g
     return d
@@ -309,7 +313,7 @@ minimum = _binary_op("minimum", lambda xp, x, y: xp.minimum(x, y), lambda ctx, g
 
 
 def _where_fwd(xp, c, x, y):
-    if c.dtype != bool:
+    if hasattr(c, "dtype") and c.dtype != bool:
         c = c.astype(bool)
     return xp.where(c, x, y)
 
@@ -333,6 +337,8 @@ def where(cond, x, y):
 
     >>> mg.where(x > 0, x, 0.0)
     """
+    if isinstance(cond, Tensor) and cond.dtype != bool:
+        cond = cond != 0  # its own mask: the caller may write cond in place afterwards
     try:
         return apply(WHERE, cond, x, y)
     except ValueError as e:

@@ -25,10 +25,10 @@ When a write is allowed, and what it records
     base: the base is rebased onto a ``copy_slices`` Node (the op's rule applied at the
     view's positions in the base) and the view onto an ``as_strided`` Node reading those
     positions of the new base. Other views of that base taken before the write are
-    re-derived from the base when next used (``_core.edge`` calls ``refresh_view``), so
+    re-derived from the base when next used (``engine.edge`` calls ``refresh_view``), so
     ``h[0] += x`` or ``buf[:, 1] = y`` inside a graph get correct gradients;
   * when a write makes a storage require grad for the first time (``buf[0] = x`` on a plain
-    ``buf``), the views of it taken before (remembered weakly by ``_core.note_plain_view`` on
+    ``buf``), the views of it taken before (remembered weakly by ``engine._note_plain_view`` on
     the storage's version cell, ``_ver[1:]``) get a history reading the new one, so they
     carry gradients too (``left, right = out[:, :H], out[:, H:]`` then filling both works);
   * a tensor that shares storage with a tensor in the graph without being part of the
@@ -59,36 +59,17 @@ receives the gradient.
 """
 from __future__ import annotations
 
-from time import perf_counter as _perf
-
 import numpy as np
 
 from .. import _state
 from .. import backend as _be
-from ..autograd import Node
-from ..tensor import Tensor
-from . import _core as C
-from ._core import edge, unb
-from .elementwise import _mod_rule as _ew_mod_rule
-from .elementwise import _pow_rule as _ew_pow_rule
+from ..engine import Op, apply, edge
+from ..tensor import Tensor, wrap
+from . import elementwise as E
+from ._registry import Sample, composite, defop, public
+from .shape import _ARRAY, INDEX_ADD, convert_index, fmt_index, split_index, to_device_index, join_index
 
 # -- the checks ---------------------------------------------------------------
-
-
-class _Ctx:
-    """What an inner rule sees when it runs inside ``copy_slices``."""
-
-    __slots__ = ("meta", "attrs")
-
-    def __init__(self, meta, attrs):
-        self.meta = meta
-        self.attrs = attrs
-
-
-def _metas(ctx):
-    """(self, other) metas of a rule's inputs; the other is None when it was a constant."""
-    m = ctx.meta
-    return m[0], (m[1] if len(m) > 1 else None)
 
 
 def _self(t, op):
@@ -128,7 +109,7 @@ def _plan(t, op, others):
 
     mode: None (a plain write), "self" (rebase ``t``) or "base" (through ``t``'s base).
     """
-    if not _state.grad_enabled():
+    if not _state.get().grad:
         return None, False
     if t._rg and t._node is None:
         raise RuntimeError(
@@ -200,7 +181,7 @@ def _operand(o, op, t):
     od = o.data if isinstance(o, Tensor) else _const(o, op, t)
     if hasattr(od, "shape"):
         if type(od) is not type(t.data):
-            C.check_same_device(op, t.data, od)
+            _same_device(op, t.data, od)
         oshape = tuple(od.shape)
         if oshape != tuple(t.shape):
             try:
@@ -220,7 +201,9 @@ def _const(v, op, t):
     """A constant operand: Python scalars stay scalars, lists become arrays on ``t``'s device."""
     if isinstance(v, (list, tuple)):
         return Tensor(v, device=t.device).data
-    return C.const(v, op)
+    from ..engine import const
+
+    return const(v, op)
 
 
 def _aliases(o, t) -> bool:
@@ -234,141 +217,132 @@ def _saved_value(o, t):
     return o.clone() if _aliases(o, t) else o
 
 
-# -- committing a write -----------------------------------------------------------------------
+def _same_device(op, a, b):
+    try:
+        _be.array_module(a, b)
+    except RuntimeError:
+        raise RuntimeError(f"{op}: expected both operands on the same device, got {_be.device_of(a)} and "
+                           f"{_be.device_of(b)}; move one with .to(device)") from None
 
 
-def _rebase(t, n):
+# -- committing a write: every write goes through apply ---------------------------------------
+
+_VARIANTS: dict = {}
+
+
+def variant(op: Op, name: str) -> Op:
+    """``op`` under an in-place name (``mul`` as ``mul_``): the same forward and the same rule
+    object, so the tape and the profile say which write it was."""
+    v = _VARIANTS.get((op.name, name))
+    if v is None:
+        v = Op(name, op.forward, op.rule, save=op.save, cross=op.cross, save_out=op.save_out, aux=op.aux,
+               broadcast=op.broadcast, kind="inplace")
+        _VARIANTS[(op.name, name)] = v
+    return v
+
+
+def _history(t, copy):
+    """A Tensor standing for ``t`` before the write: its history, and its values (a copy when
+    the rule will read them after ``t`` is overwritten)."""
+    old = wrap(t.data.copy() if copy else t.data)
+    if not copy:
+        old._ver = t._ver
+    if t._node is not None:
+        e = edge(t)  # a stale view is re-derived from its base first
+        old._node, old._oidx = e if isinstance(e, tuple) else (e, 0)
+    old._rg = t._rg
+    return old
+
+
+def _rebase(t, n, name):
     """Point ``t``'s history at ``n`` (keeping retain_grad())."""
     old = t._node
+    n.op = name
     if old is not None and old.retain is not None and old.retain() is t:
         n.retain, old.retain = old.retain, None
     t._node, t._oidx, t._rg = n, 0, True
 
 
-def _clock():
-    """The start time of an in-place op when a profile is active, else None."""
-    return _perf() if _state.profiler() is not None else None
-
-
-def _report(op, t0, n=None):
-    """Tell the active profile (if any) about one call of ``op`` started at ``t0``."""
-    prof = _state.profiler()
-    if prof is None or t0 is None:
-        return
-    prof._add_forward(op, _perf() - t0)
-    if n is not None:
-        prof._add_saved(op, n.saved_bytes)
-
-
-def _commit(t, mode, self_rg, op, write, rule=None, others=(), saved=(), attrs=None, info=None, t0=None):
-    """Write (``write(t.data)``), bump the version, and record the write when ``mode`` says so.
-    ``t0``: when the op started (``_clock()``), for the profile."""
+def write(t, op: Op, name: str, others=(), params=None, check=True):
+    """Write ``op(t, *others, **params)`` into ``t``'s storage, bump its version, and record the
+    write where ``_plan`` says so; returns ``t``."""
+    params = params or {}
+    # an operand sharing t's storage is read before the write: a (recorded) clone of it is saved
+    others = tuple(o.clone() if isinstance(o, Tensor) and o._ver is t._ver else o for o in others)
+    grad_others = tuple(o for o in others if isinstance(o, Tensor))
+    mode, self_rg = _plan(t, name, grad_others)
+    _prepare_storage(t, name)
+    op = variant(op, name)
     if mode is None:
-        write(t.data)
-        t._ver[0] += 1
-        _report(op, t0)
-        return t
-    o_parents = tuple(edge(o) if isinstance(o, Tensor) and o._rg else None for o in others)
-    o_meta = tuple((o.data.shape, o.data.dtype) if isinstance(o, Tensor) and o._rg else None for o in others)
-    meta = ((t.data.shape, t.data.dtype) if self_rg else None,) + o_meta
+        with_no_grad = _state.set_grad(False)
+        try:
+            r = apply(op, t, *others, **params)
+        finally:
+            _state.reset(with_no_grad)
+        return _store(t, r, name, check)
     if mode == "self":
-        parents = (edge(t) if self_rg else None,) + o_parents
         was_rg = t._rg
-        write(t.data)
-        t._ver[0] += 1
-        n = Node(op, rule, parents, meta, (t.data.shape, t.data.dtype), attrs)
-        n.info = info
-        n.save(saved)
-        _rebase(t, n)
+        r = apply(op, _history(t, 0 in op.save), *others, **params)
+        _store(t, r, name, check)
+        _rebase(t, r._node, name)
         if not was_rg:
             _promote_views(t, None)
-        _report(op, t0, n)
         return t
     base = t._base
     was_rg = base._rg
     pos = _positions(t.data, base.data)
-    parents = (edge(base) if self_rg else None,) + o_parents
-    write(t.data)
-    t._ver[0] += 1
-    xp = C.xp_of(base.data)
-    keep = xp.ones(base.data.shape, dtype=bool)
+    r = apply(op, _history(t, 0 in op.save), *others, **params)
+    _store(t, r, name, check)
+    keep = _be.array_module(base.data).ones(base.data.shape, dtype=bool)
     keep.reshape(-1)[pos.reshape(-1)] = False
-    bmeta = ((base.data.shape, base.data.dtype) if self_rg else None,) + o_meta
-    # pos and keep ride in `saved`, after the inner rule's items: counted as saved for backward
-    # (the tape, the profile) and released with them
-    n = Node("copy_slices", _copy_slices_rule, parents, bmeta, (base.data.shape, base.data.dtype),
-             (rule, meta, attrs, len(saved)))
-    n.info = dict(info or {}, op=op)
-    n.save(tuple(saved) + (pos, keep))
-    _rebase(base, n)
-    _view_node(t, base, pos)
+    cs = apply(COPY_SLICES, _history(base, False), r, pos, keep)
+    cs._node.info = {"op": name}
+    _rebase(base, cs._node, "copy_slices")
+    view_history(t, base, pos)
     if not was_rg:
         _promote_views(base, t)
-    _report(op, t0, n)
     return t
 
 
-def _promote_views(root, done):
-    """The storage of ``root`` has just come to require grad: give the views taken of it before
-    (remembered by ``_core.note_plain_view``) a history reading ``root``'s new one."""
-    cell = root._ver
-    refs = cell[1:]
-    del cell[1:]
-    for w in refs:
-        v = w()
-        if v is None or v is done or v._rg or v._node is not None or v._base is not root:
-            continue
-        if v.data.dtype.kind in "fc" and _shares(v.data, root.data):
-            _view_node(v, root, _positions(v.data, root.data))
+def _store(t, r, name, check):
+    if check:
+        _check_result(t, r.data, name)
+    if r.data is not t.data:
+        t.data[...] = r.data
+    t._ver[0] += 1
+    return t
 
 
-def _copy_slices_rule(ctx, g, saved):
-    rule, imeta, iattrs, k = ctx.attrs
-    pos, keep = saved[k], saved[k + 1]
-    gv = _gather(g, pos)
-    inner = rule(_Ctx(imeta, iattrs), gv, saved[:k])
-    gb = None
-    if ctx.meta[0] is not None:
-        gb = g * keep
-        if inner[0] is not None:
-            gb = gb + _scatter(inner[0], g.shape, pos)
-    return (gb,) + tuple(inner[1:])
+def _copy_slices_rule(ctx, g):
+    pos, keep = ctx.saved
+    gb = E.where(keep, g, 0.0) if ctx.parents[0] is not None else None
+    gv = g.reshape(-1)[pos] if ctx.parents[1] is not None else None
+    return gb, gv
 
 
-def _gather(g, pos):
-    """``g.flat[pos]`` (shape of ``pos``), for arrays and Tensors."""
-    return g.reshape(-1)[pos]
+COPY_SLICES = defop("copy_slices", lambda xp, b, v, pos, keep: b, _copy_slices_rule, save=(2, 3), kind="inplace",
+                    samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4),
+                                                np.arange(4, 8), np.arange(12).reshape(3, 4) // 4 != 1)])
 
 
-def _scatter(gv, shape, pos, repeats=False):
-    """Zeros of ``shape`` with ``gv`` added at the flat positions ``pos`` (which may repeat only when
-    ``repeats``: a broadcast view); the pair of ``_gather``."""
-    if C.is_t(gv):
-        from .shape import index_add
-
-        size = 1
-        for n in shape:
-            size *= n
-        return index_add((size,), (pos.reshape(-1),), gv.reshape(-1)).reshape(shape)
-    xp = C.xp_of(gv)
-    z = xp.zeros(shape, dtype=gv.dtype)
-    if repeats:
-        _be.index_add(xp, z.reshape(-1), pos.reshape(-1), gv.reshape(-1))
-    else:
-        z.reshape(-1)[pos.reshape(-1)] = gv.reshape(-1)
-    return z
+def _as_strided_rule(ctx, g, shape):
+    (pos,) = ctx.saved
+    size = 1
+    for n in shape:
+        size *= n
+    flat = apply(INDEX_ADD, g.reshape(-1), pos.reshape(-1), shape=(size,), template=(_ARRAY,))
+    return (flat.reshape(shape),)
 
 
-def _as_strided_rule(ctx, g, saved):
-    shape, repeats = ctx.attrs
-    return (_scatter(g, shape, saved[0], repeats),)
+AS_STRIDED = defop("as_strided", lambda xp, b, pos, shape: b.reshape(-1)[pos], _as_strided_rule, save=(1,),
+                   kind="view", samples=lambda rng: [Sample(rng.standard_normal((3, 4)), np.array([[1, 5], [1, 9]]),
+                                                            shape=(3, 4))])
 
 
-def _view_node(v, base, pos):
+def view_history(v, base, pos):
     """Give the view ``v`` a fresh history: ``v = base.flat[pos]`` of ``base``'s current history."""
-    n = Node("as_strided", _as_strided_rule, (edge(base),), ((base.data.shape, base.data.dtype),),
-             (v.data.shape, v.data.dtype), (base.data.shape, _overlapping(v.data)))
-    n.save((pos,))
+    r = apply(AS_STRIDED, base, pos, shape=tuple(base.data.shape))
+    n = r._node
     n.view_ver = v._ver[0]
     v._node, v._oidx, v._rg = n, 0, True
     return n
@@ -376,20 +350,34 @@ def _view_node(v, base, pos):
 
 def refresh_view(x):
     """The history of a view whose storage was written since it was taken, re-derived from its base
-    (``_core.edge`` calls this; PyTorch regenerates a view's grad_fn the same way)."""
+    (``engine.edge`` calls this as ``Tensor._refresh_view``; PyTorch regenerates a view's grad_fn so)."""
     n = x._node
     base = _live_base(x)
     if base is None or not base._rg or _overlapping(base.data):
         n.view_ver = x._ver[0]  # nothing to re-derive from: the history it has is the one there is
         return n
-    return _view_node(x, base, _positions(x.data, base.data))
+    return view_history(x, base, _positions(x.data, base.data))
+
+
+def _promote_views(root, done):
+    """The storage of ``root`` has just come to require grad: give the views taken of it before
+    (remembered by the engine on the storage's version cell) a history reading ``root``'s new one."""
+    cell = root._ver
+    refs = cell[1:]
+    del cell[1:]
+    for w in refs:
+        v = w()
+        if v is None or v is done or v._rg or v._node is not None or v._base is not root:
+            continue
+        if v.data.dtype.kind == "f" and _shares(v.data, root.data):
+            view_history(v, root, _positions(v.data, root.data))
 
 
 def _positions(v, b):
     """Flat (C-order) index in ``b`` of every element of its view ``v``: an int64 array of ``v``'s shape."""
     from ..strided import _ptr, as_strided
 
-    xp = C.xp_of(b)
+    xp = _be.array_module(b)
     isz = b.itemsize
     if v.size == 0:
         return xp.zeros(v.shape, dtype=np.int64)
@@ -408,178 +396,67 @@ def _positions(v, b):
     return pos
 
 
-# -- arithmetic --------------------------------------------------------------------------------
+# -- arithmetic: the out-of-place op's own forward and rule, written into the tensor ------------------
 
 
-def _begin(t, other, op, differentiable=True):
-    """What every in-place arithmetic op does first: check ``t`` and the operand, decide what to
-    record (``other`` counts as an input when ``differentiable``), and ready the storage.
-    -> (start time, operand array, the Tensor inputs besides ``t``, mode, self_rg)."""
-    t0 = _clock()
-    _self(t, op)
-    od = _operand(other, op, t)
-    others = (other,) if differentiable and isinstance(other, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
-    return t0, od, others, mode, self_rg
+def _arith(op, name):
+    def method(t, other):
+        _self(t, name)
+        od = _operand(other, name, t)
+        try:
+            return write(t, op, name, (other if isinstance(other, Tensor) else od,))
+        except ValueError as e:
+            if "broadcast" in str(e) or "integers to negative" in str(e).lower():
+                raise ValueError(f"{name}: {e} (tensor dtype {t.dtype}, shape {t.shape})") from None
+            raise
+
+    method.__name__ = name
+    method.__doc__ = f"``{op.name}`` in place (the other operand broadcasts to the tensor); returns the tensor."
+    return method
 
 
-def _addsub_rule(ctx, g, saved):
-    mx, my = _metas(ctx)
-    a = ctx.attrs
-    return (None if mx is None else g, None if my is None else unb(g * a if a != 1 else g, my[0]))
+mul_ = _arith(E.MUL, "mul_")
+div_ = _arith(E.DIV, "div_")
+pow_ = _arith(E.POW, "pow_")
+remainder_ = _arith(E.MOD, "remainder_")
 
 
-def _addsub(t, other, alpha, op, sign):
-    t0, od, others, mode, self_rg = _begin(t, other, op)
-    xd = t.data
-    if sign > 0:
-        r = xd + od if alpha == 1 else xd + od * alpha
-    else:
-        r = xd - od if alpha == 1 else xd - od * alpha
-    _check_result(t, r, op)
-    return _commit(t, mode, self_rg, op, _assign(r), _addsub_rule, others, attrs=sign * alpha, t0=t0)
+def _addsub(op, name):
+    def method(t, other, *, alpha=1):
+        _self(t, name)
+        od = _operand(other, name, t)
+        other = other if isinstance(other, Tensor) else od
+        if alpha != 1:
+            other = other * alpha
+        return write(t, op, name, (other,))
+
+    method.__name__ = name
+    method.__doc__ = f"``t {'+' if op is E.ADD else '-'}= alpha * other`` in place (other broadcasts to t); returns t."
+    return method
 
 
-def _assign(r):
-    def write(dst):
-        dst[...] = r
-
-    return write
+add_ = _addsub(E.ADD, "add_")
+sub_ = _addsub(E.SUB, "sub_")
 
 
-def add_(t, other, *, alpha=1):
-    """``t += alpha * other`` in place (``other`` broadcasts to ``t``); returns ``t``.
-
-    >>> with mg.no_grad():
-    ...     w.add_(w.grad, alpha=-0.1)
-    """
-    return _addsub(t, other, alpha, "add_", 1)
+def _zero_like(g):
+    return wrap(_be.array_module(g.data).zeros(g.shape, dtype=g.dtype))
 
 
-def sub_(t, other, *, alpha=1):
-    """``t -= alpha * other`` in place; returns ``t``."""
-    return _addsub(t, other, alpha, "sub_", -1)
-
-
-def _mul_rule(ctx, g, saved):
-    y, x_old = saved
-    mx, my = _metas(ctx)
-    return (None if mx is None else g * y, None if my is None else unb(g * x_old, my[0]))
-
-
-def mul_(t, other):
-    """``t *= other`` in place; returns ``t``."""
-    op = "mul_"
-    t0, od, others, mode, self_rg = _begin(t, other, op)
-    r = t.data * od
-    _check_result(t, r, op)
-    saved = ()
-    if mode is not None:
-        other_rg = isinstance(other, Tensor) and other._rg
-        saved = (_saved_value(other if isinstance(other, Tensor) else od, t) if self_rg else None,
-                 t.clone() if other_rg else None)
-    return _commit(t, mode, self_rg, op, _assign(r), _mul_rule, others, saved, t0=t0)
-
-
-def _div_rule(ctx, g, saved):
-    y, x_old = saved
-    mx, my = _metas(ctx)
-    gx = None if mx is None else g / y
-    gy = None if my is None else unb(-g * x_old / (y * y), my[0])
-    return gx, gy
-
-
-def div_(t, other):
-    """``t /= other`` in place (true division); returns ``t``."""
-    op = "div_"
-    t0, od, others, mode, self_rg = _begin(t, other, op)
-    r = t.data / od
-    _check_result(t, r, op)
-    saved = ()
-    if mode is not None:
-        other_rg = isinstance(other, Tensor) and other._rg
-        saved = (_saved_value(other if isinstance(other, Tensor) else od, t),
-                 t.clone() if other_rg else None)
-    return _commit(t, mode, self_rg, op, _assign(r), _div_rule, others, saved, t0=t0)
-
-
-def _pow_rule(ctx, g, saved):
-    """x ** y's own rule, over the saved old x and y (a constant exponent has no meta)."""
-    return _ew_pow_rule(_Ctx(_metas(ctx), None), g, saved)
-
-
-def pow_(t, exponent):
-    """``t **= exponent`` in place (``exponent`` broadcasts to ``t``); returns ``t``.
-
-    Differentiable in both, with the rule of ``x ** y`` applied to ``t``'s old value.
-
-    >>> y = x * 1
-    >>> y.pow_(2)           # y is now x ** 2, its history says so
-    """
-    op = "pow_"
-    t0, od, others, mode, self_rg = _begin(t, exponent, op)
-    try:
-        r = t.data ** od
-    except ValueError as e:  # NumPy: integers to negative integer powers
-        raise ValueError(f"{op}: {e} (tensor dtype {t.dtype}, exponent {_describe(od)})") from None
-    _check_result(t, r, op)
-    saved = ()
-    if mode is not None:  # the old x (a recorded clone taken before the write) and the exponent
-        saved = (t.clone(), _saved_value(exponent if isinstance(exponent, Tensor) else od, t))
-    return _commit(t, mode, self_rg, op, _assign(r), _pow_rule, others, saved, t0=t0)
-
-
-def _describe(v):
-    return f"of shape {tuple(v.shape)}" if hasattr(v, "shape") else repr(v)
-
-
-def _floordiv_rule(ctx, g, saved):
-    mx, _ = _metas(ctx)
-    return (None if mx is None else g * 0,)  # piecewise constant: zero wherever it exists
+FLOOR_DIVIDE_ = defop("floor_divide_", lambda xp, x, y: x // y, lambda ctx, g: (_zero_like(g), None),
+                      kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4) * 3, 0.75)])
 
 
 def floor_divide_(t, other):
-    """``t //= other`` in place (NumPy's floor division); returns ``t``.
-
-    Not differentiable (as ``x // y``): a ``t`` in a recorded graph gets a zero gradient through
-    it, and ``other`` none.
-    """
-    op = "floor_divide_"
-    t0, od, _, mode, self_rg = _begin(t, other, op, differentiable=False)
-    r = t.data // od
-    _check_result(t, r, op)
-    return _commit(t, mode, self_rg, op, _assign(r), _floordiv_rule, (), t0=t0)
-
-
-def _mod_rule(ctx, g, saved):
-    """x % y's own rule, over the saved old x and y (a constant divisor has no meta)."""
-    return _ew_mod_rule(_Ctx(_metas(ctx), None), g, saved)
-
-
-def remainder_(t, other):
-    """``t %= other`` in place (Python's and NumPy's sign convention); returns ``t``.
-
-    Differentiable in both: 1 for ``t``, ``-floor(t / other)`` for ``other``.
-    """
-    op = "remainder_"
-    t0, od, others, mode, self_rg = _begin(t, other, op)
-    r = t.data % od
-    _check_result(t, r, op)
-    saved = (None, None)
-    if mode is not None and others and other._rg:  # other's gradient needs the old t and other
-        saved = (t.clone(), _saved_value(other, t))
-    return _commit(t, mode, self_rg, op, _assign(r), _mod_rule, others, saved, t0=t0)
-
-
-def _clamp_rule(ctx, g, saved):
-    (mask,) = saved
-    return (g * mask,)
+    """``t //= other`` in place (NumPy's floor division); returns ``t``. Not differentiable (as
+    ``x // y``): a ``t`` in a recorded graph gets a zero gradient through it, ``other`` none."""
+    _self(t, "floor_divide_")
+    od = _operand(other, "floor_divide_", t)
+    return write(t, FLOOR_DIVIDE_, "floor_divide_", (od,))
 
 
 def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     """Clamp into ``[min, max]`` in place (either may be None); gradient 1 inside, bounds included."""
-    t0 = _clock()
     op = "clamp_"
     _self(t, op)
     if min is None and max is None:
@@ -587,29 +464,13 @@ def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     bounds = []
     for b in (min, max):
         if isinstance(b, Tensor):
-            if b._rg and _state.grad_enabled():
+            if b._rg and _state.get().grad:
                 raise TypeError("clamp_: bounds that require grad are not supported in place; use mg.clamp(x, lo, hi)")
             b = _operand(b, op, t)
         elif b is not None:
             b = _operand(b, op, t)
         bounds.append(b)
-    lo, hi = bounds
-    mode, self_rg = _plan(t, op, ())
-    _prepare_storage(t, op)
-    xd = t.data
-    xp = C.xp_of(xd)
-    r = xp.clip(xd, lo, hi)
-    _check_result(t, r, op)
-    saved = ()
-    if self_rg:
-        m = xp.ones(xd.shape, dtype=bool)
-        if lo is not None:
-            m = m & (xd >= lo)
-        if hi is not None:
-            m = m & (xd <= hi)
-        saved = (m,)
-    return _commit(t, mode, self_rg, op, _assign(r), _clamp_rule, (), saved, info={"min": lo, "max": hi}
-                   if not hasattr(lo, "shape") and not hasattr(hi, "shape") else None, t0=t0)
+    return write(t, E.CLIP, op, (), {"lo": bounds[0], "hi": bounds[1]})
 
 
 clip_ = clamp_
@@ -618,31 +479,26 @@ clip_ = clamp_
 # -- overwriting --------------------------------------------------------------------------------
 
 
-def _fill_rule(ctx, g, saved):
-    mx, mv = _metas(ctx)
-    return (None if mx is None else g * 0, None if mv is None else unb(g, mv[0]))
+def _fill_fwd(xp, x, v):
+    out = xp.empty_like(x)
+    out[...] = v.reshape(()) if hasattr(v, "reshape") else v
+    return out
+
+
+FILL_ = defop("fill_", _fill_fwd, lambda ctx, g: (_zero_like(g), g if ctx.parents[1] is not None else None),
+              broadcast=True, kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
 
 
 def fill_(t, value, *, _op="fill_"):
     """Set every element to ``value`` (a number, or a one-element tensor) in place; returns ``t``."""
-    t0 = _clock()
-    op = _op
-    _self(t, op)
-    if isinstance(value, Tensor):
-        if value.size != 1:
-            raise ValueError(f"{op}: the value must be a number or a one-element tensor, got shape {value.shape}")
-    vd = _operand(value, op, t)
-    others = (value,) if isinstance(value, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
-    if hasattr(vd, "reshape"):
-        vd = vd.reshape(())
-
-    def write(dst):
-        dst[...] = vd
-
-    return _commit(t, mode, self_rg, op, write, _fill_rule, others, info={"value": value}
-                   if not isinstance(value, Tensor) and op == "fill_" else None, t0=t0)
+    _self(t, _op)
+    if isinstance(value, Tensor) and value.size != 1:
+        raise ValueError(f"{_op}: the value must be a number or a one-element tensor, got shape {value.shape}")
+    vd = _operand(value, _op, t)
+    out = write(t, FILL_, _op, (value if isinstance(value, Tensor) else vd,), check=False)
+    if t._node is not None and t._node.op == _op and not isinstance(value, Tensor) and _op == "fill_":
+        t._node.info = {"value": value}
+    return out
 
 
 def zero_(t):
@@ -651,20 +507,18 @@ def zero_(t):
     return fill_(t, 0, _op="zero_")
 
 
-def _copy_rule(ctx, g, saved):
-    mx, ms = _metas(ctx)
-    src_dev = ctx.attrs
-    gs = None
-    if ms is not None:
-        gs = unb(g, ms[0])
-        if src_dev is not None:
-            if C.is_t(gs):
-                from .shape import to_device
+COPY_ = defop("copy_", _fill_fwd, lambda ctx, g: (_zero_like(g), g if ctx.parents[1] is not None else None),
+              broadcast=True, kind="inplace",
+              samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
 
-                gs = to_device(gs, src_dev)
-            else:
-                gs = _be.to_device(gs, src_dev)
-    return (None if mx is None else g * 0, gs)
+
+def _fill_fwd_any(xp, x, v):
+    out = xp.empty_like(x)
+    out[...] = v
+    return out
+
+
+COPY_.forward = _fill_fwd_any
 
 
 def copy_(t, src):
@@ -672,61 +526,79 @@ def copy_(t, src):
 
     Differentiable in ``src``; the gradient goes back to ``src``'s device and dtype.
     """
-    t0 = _clock()
     op = "copy_"
     _self(t, op)
-    src_dev = None
     if isinstance(src, Tensor):
-        sd = src.data
         if src.device != t.device:
-            src_dev = src.device
-            sd = _be.to_device(sd, t.device)
-        elif _aliases(src, t):
-            sd = sd.copy()
+            src = src.to(t.device)
+        elif src._ver is t._ver:
+            src = src.clone()
     else:
-        sd = _const(src, op, t)
-        if isinstance(sd, np.ndarray) and _be.is_cupy_array(t.data):
-            sd = _be.to_device(sd, t.device)
-    sshape = tuple(getattr(sd, "shape", ()))
+        src = _const(src, op, t)
+        if isinstance(src, np.ndarray) and _be.is_cupy_array(t.data):
+            src = _be.to_device(src, t.device)
+    sshape = tuple(getattr(src, "shape", ()))
     try:
         ok = np.broadcast_shapes(sshape, t.shape) == tuple(t.shape)
     except ValueError:
         ok = False
     if not ok:
         raise ValueError(f"copy_: the source of shape {sshape} does not broadcast to the tensor's shape {t.shape}")
-    others = (src,) if isinstance(src, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
-
-    def write(dst):
-        dst[...] = sd
-
-    return _commit(t, mode, self_rg, op, write, _copy_rule, others, attrs=src_dev, t0=t0)
+    return write(t, COPY_, op, (src,), check=False)
 
 
 # -- t[idx] = value ---------------------------------------------------------------------------------
 
 
-def _setitem_rule(ctx, g, saved):
-    idx = ctx.attrs
-    keep, won = saved[0], saved[-1]
-    mt, mv = _metas(ctx)
-    gt = None if mt is None else g * keep
+def _setitem_fwd(xp, x, *rest, template, sel_shape, vshape):
+    """Write the value (the last argument) at the index into ``x`` itself (the tensor's storage);
+    the masks for the rule ride as aux."""
+    arrays, v = rest[:-1], rest[-1]
+    idx = join_index(template, arrays)
+    keep = xp.ones(x.shape, dtype=bool)
+    keep[idx] = False
+    won = None
+    if not arrays:
+        x[idx] = v
+    else:  # repeated indices: find which write lands where, and write exactly that (deterministic on GPUs too)
+        n = 1
+        for s in sel_shape:
+            n *= s
+        ids = xp.arange(n, dtype=np.int64).reshape(sel_shape)
+        tag = xp.full(x.shape, -1, dtype=np.int64)
+        tag[idx] = ids
+        winner = tag[idx]
+        won = winner == ids
+        vfull = xp.broadcast_to(xp.asarray(v).reshape(vshape), sel_shape)
+        x[idx] = vfull.reshape(-1)[winner.reshape(-1)].reshape(sel_shape)
+    return x, (keep, won)
+
+
+def _setitem_rule(ctx, g, template, sel_shape, vshape):
+    keep, won = ctx.aux
+    gt = E.where(wrap(keep), g, 0.0) if ctx.parents[0] is not None else None
     gv = None
-    if mv is not None:
-        gs = g[idx]
+    if ctx.parents[-1] is not None:
+        from .shape import GETITEM
+
+        gs = apply(GETITEM, g, *ctx.saved, template=template)
         if won is not None:
-            gs = gs * won
-        gv = _fit_grad(gs, mv[0])
-    return gt, gv
+            gs = E.where(wrap(won), gs, 0.0)
+        gv = _fit_grad(gs, ctx.meta[-1][0])
+    return (gt,) + (None,) * len(ctx.saved) + (gv,)
+
+
+SETITEM = defop("setitem", _setitem_fwd, _setitem_rule, save=(1, ..., -1), aux=True, kind="inplace",
+                samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4), template=(1,),
+                                            sel_shape=(4,), vshape=(4,))])
 
 
 def _fit_grad(gs, shape):
     """Sum a gradient of the written region down to the value's shape (which may carry extra leading 1s)."""
     k = len(shape) - gs.ndim
     if k > 0:
-        return unb(gs, shape[k:]).reshape(shape)
-    return unb(gs, shape)
+        return gs.sum_to(shape[k:]).reshape(shape)
+    return gs.sum_to(shape)
 
 
 def setitem(t, idx, value):
@@ -737,79 +609,40 @@ def setitem(t, idx, value):
     >>> buf = mg.zeros(3)
     >>> buf[1] = x          # buf now has a history: gradients reach x
     """
-    from .shape import _convert_index, _fmt_index, _index_saved, _to_device_index
-
-    t0 = _clock()
     op = "setitem"
     _self(t, op)
-    cidx, basic = _convert_index(idx)
+    cidx, basic = convert_index(idx)
     if not basic:
-        cidx = _to_device_index(cidx, t.data, op)
+        cidx = to_device_index(cidx, t.data, op)
     if isinstance(value, Tensor):
-        vd = value.data
-        if type(vd) is not type(t.data):
-            C.check_same_device(op, t.data, vd)
-        if _aliases(value, t):
-            vd = vd.copy()
+        if type(value.data) is not type(t.data):
+            _same_device(op, t.data, value.data)
+        if value._ver is t._ver:
+            value = value.clone()
     else:
-        vd = _const(value, op, t)
-        if hasattr(vd, "shape") and type(vd) is not type(t.data):
-            C.check_same_device(op, t.data, vd)
-    others = (value,) if isinstance(value, Tensor) else ()
-    mode, self_rg = _plan(t, op, others)
-    _prepare_storage(t, op)
-    xd = t.data
-    if mode is None:
-        def write(dst):
-            try:
-                dst[cidx] = vd
-            except IndexError as e:
-                raise IndexError(f"setitem: {e} (tensor shape {t.shape})") from None
-            except ValueError as e:
-                raise ValueError(f"setitem: {e} (tensor shape {t.shape}, index {_fmt_index(cidx)})") from None
-
-        return _commit(t, None, False, op, write, t0=t0)
+        value = _const(value, op, t)
+        if hasattr(value, "shape") and type(value) is not type(t.data):
+            _same_device(op, t.data, value)
     try:
-        sel_shape = tuple(xd[cidx].shape)
+        sel_shape = tuple(t.data[cidx].shape)
     except IndexError as e:
         raise IndexError(f"setitem: {e} (tensor shape {t.shape})") from None
-    vshape = tuple(getattr(vd, "shape", ()))
+    vshape = tuple(getattr(getattr(value, "data", value), "shape", ()))
+    stripped = _strip_ones(vshape, len(sel_shape))
     try:
-        np.broadcast_shapes(_strip_ones(vshape, len(sel_shape)), sel_shape)
-        if len(_strip_ones(vshape, len(sel_shape))) > len(sel_shape):
+        if len(stripped) > len(sel_shape) or np.broadcast_shapes(stripped, sel_shape) != sel_shape:
             raise ValueError
     except ValueError:
         raise ValueError(
-            f"setitem: a value of shape {vshape} cannot be broadcast to the indexed region {_fmt_index(cidx)} "
+            f"setitem: a value of shape {vshape} cannot be broadcast to the indexed region {fmt_index(cidx)} "
             f"of shape {sel_shape} (tensor shape {t.shape})"
         ) from None
-    xp = C.xp_of(xd)
-    keep = xp.ones(xd.shape, dtype=bool)
-    keep[cidx] = False
-    won = None
-    if basic:
-        def write(dst):
-            dst[cidx] = vd
-    else:
-        # repeated indices: find which write lands where, and write exactly that (deterministic on GPUs too)
-        n = 1
-        for s in sel_shape:
-            n *= s
-        ids = xp.arange(n, dtype=np.int64).reshape(sel_shape)
-        tag = xp.full(xd.shape, -1, dtype=np.int64)
-        tag[cidx] = ids
-        winner = tag[cidx]
-        won = winner == ids
-        vfull = xp.broadcast_to(xp.asarray(vd).reshape(_strip_ones(vshape, len(sel_shape))), sel_shape)
-
-        def write(dst):
-            dst[cidx] = vfull.reshape(-1)[winner.reshape(-1)].reshape(sel_shape)
-
-    # saved: the mask of positions the write kept, the index Tensors (so that backward refuses one changed
-    # in place since), which write won per position (repeated advanced indices)
-    saved = (keep,) + (_index_saved(idx, cidx)[1:] if not basic else ()) + (won,)
-    return _commit(t, mode, self_rg, op, write, _setitem_rule, others, saved, attrs=cidx,
-                   info={"index": _fmt_index(cidx)}, t0=t0)
+    template, args = split_index(idx, cidx)
+    out = write(t, SETITEM, op, (*args, value), {"template": template, "sel_shape": sel_shape, "vshape": stripped},
+                check=False)
+    if t._node is not None and t._node.op == op:
+        t._node.info = {"index": fmt_index(cidx)}
+    return out
 
 
 def _strip_ones(shape, ndim):
@@ -818,3 +651,12 @@ def _strip_ones(shape, ndim):
     while len(shape) > ndim and shape[0] == 1:
         shape = shape[1:]
     return shape
+
+
+# -- their public faces (bound as Tensor methods by minigrad.ops) ---------------------------------
+
+public(FILL_, method="fill_", export=False)(fill_)
+public(COPY_, method="copy_", export=False)(copy_)
+public(SETITEM, dunders=("__setitem__",), export=False)(setitem)
+public(FLOOR_DIVIDE_, export=False)(floor_divide_)
+composite("zero_", method="zero_", export=False, kind="inplace")(zero_)

@@ -1,41 +1,49 @@
-"""matmul (1-D, 2-D, batched with broadcast batch dims) and outer."""
+"""matmul (1-D, 2-D, batched with broadcast batch dims), linear, outer, dot."""
 from __future__ import annotations
 
+import numpy as np
+
 from .. import backend as _be
+from ..engine import apply
 from ..tensor import Tensor
-from . import _core as C
+from ._registry import Sample, composite, defop, public
 
 
-def _mm_rule(ctx, g, saved):
-    a, b = saved
-    ma, mb = ctx.meta
-    a_shape, b_shape = ctx.attrs
+def _mm_rule(ctx, g):
+    a, b = ctx.saved
     # promote 1-D operands the way matmul does, so one 2-D rule serves every case
-    a1 = len(a_shape) == 1
-    b1 = len(b_shape) == 1
+    a1, b1 = a.ndim == 1, b.ndim == 1
     if a1 and b1:  # dot product: g is 0-d
-        return (None if ma is None else g * b, None if mb is None else g * a)
+        return (g * b if ctx.parents[0] is not None else None), (g * a if ctx.parents[1] is not None else None)
     if a1:
         g = g.reshape(g.shape[:-1] + (1, g.shape[-1]))
+        a = a.reshape(1, a.shape[0])
     if b1:
         g = g.reshape(g.shape + (1,))
+        b = b.reshape(b.shape[0], 1)
     ga = gb = None
-    if ma is not None:
-        bb = b.reshape((b_shape[0], 1)) if b1 else b
-        ga = C.matmul(g, bb.swapaxes(-1, -2))
-        ga = C.sum_to(ga, (1,) + a_shape if a1 else a_shape) if ga.shape != ((1,) + a_shape if a1 else a_shape) else ga
-        if a1:
-            ga = ga.reshape(a_shape)
-    if mb is not None:
-        aa = a.reshape((1, a_shape[0])) if a1 else a
-        gb = C.matmul(aa.swapaxes(-1, -2), g)
-        target = b_shape + (1,) if b1 else b_shape
-        gb = C.sum_to(gb, target) if gb.shape != target else gb
+    if ctx.parents[0] is not None:
+        ga = g @ b.mT
+        if a1:  # sum any batch dims first, then drop the added dim
+            ga = ga.sum_to((1, ga.shape[-1])).reshape(-1)
+    if ctx.parents[1] is not None:
+        gb = a.mT @ g
         if b1:
-            gb = gb.reshape(b_shape)
+            gb = gb.sum_to((gb.shape[-2], 1)).reshape(-1)
     return ga, gb
 
 
+def _mm_samples(rng):
+    r = rng.standard_normal
+    return [Sample(r((3, 4)), r((4, 2))), Sample(r((2, 3, 4)), r((4, 5))), Sample(r((4,)), r((2, 4, 3))),
+            Sample(r((3, 4)), r((4,))), Sample(r((4,)), r((4,))), Sample(r((2, 1, 3, 4)), r((3, 4, 2)))]
+
+
+MATMUL = defop("matmul", lambda xp, a, b: _be.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other",
+               samples=_mm_samples, torch=lambda th, a, b: a @ b)
+
+
+@public(MATMUL, method=("matmul", "dot"), dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
 def matmul(a, b):
     """Matrix product with NumPy's rules: 1-D operands are promoted and the added
     dim removed; leading (batch) dims broadcast.
@@ -43,46 +51,94 @@ def matmul(a, b):
     >>> mg.matmul(mg.ones(2, 3), mg.ones(3, 4)).shape
     (2, 4)
     """
-    if hasattr(a, "_sparse_values_for_grad") or hasattr(b, "_sparse_values_for_grad"):
-        from .. import sparse  # sparse x dense (or dense x sparse) never densifies
-
-        return sparse.matmul(a, b)
-    ad = a.data if isinstance(a, Tensor) else C.const(a, "matmul")
-    bd = b.data if isinstance(b, Tensor) else C.const(b, "matmul")
-    if not hasattr(ad, "ndim") or not hasattr(bd, "ndim") or ad.ndim == 0 or bd.ndim == 0:
-        raise ValueError(
-            f"matmul: both operands need at least 1 dim, got shapes {C._shape_of(ad)} and {C._shape_of(bd)}"
-        )
-    ka = ad.shape[-1]
-    kb = bd.shape[0] if bd.ndim == 1 else bd.shape[-2]
+    if hasattr(a, "_sparse_matmul") or hasattr(b, "_sparse_matmul"):  # sparse x dense never densifies
+        return (a if hasattr(a, "_sparse_matmul") else b)._sparse_matmul(a, b)
+    sa, sb = _shape(a), _shape(b)
+    if len(sa) == 0 or len(sb) == 0:
+        raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {sa} and {sb}")
+    ka, kb = sa[-1], (sb[0] if len(sb) == 1 else sb[-2])
     if ka != kb:
         raise ValueError(
-            f"matmul: shapes {tuple(ad.shape)} and {tuple(bd.shape)} are not aligned: the last dim of the "
-            f"first ({ka}) must equal the {'only' if bd.ndim == 1 else 'second-to-last'} dim of the second ({kb})"
+            f"matmul: shapes {sa} and {sb} are not aligned: the last dim of the first ({ka}) must equal the "
+            f"{'only' if len(sb) == 1 else 'second-to-last'} dim of the second ({kb})"
         )
-    if type(ad) is not type(bd):
-        C.check_same_device("matmul", ad, bd)
     try:
-        out = C.timed("matmul", _be.matmul, ad, bd)
+        return apply(MATMUL, a, b)
     except ValueError:
-        raise ValueError(
-            f"matmul: batch dims of shapes {tuple(ad.shape)} and {tuple(bd.shape)} do not broadcast"
-        ) from None
-    return C.record("matmul", _mm_rule, out, (a, b), saved=(a, b), attrs=(ad.shape, bd.shape))
+        raise ValueError(f"matmul: batch dims of shapes {sa} and {sb} do not broadcast") from None
 
 
-def rmatmul(a, b):
-    return matmul(b, a)
+def _shape(v):
+    if isinstance(v, Tensor):
+        return tuple(v.shape)
+    return tuple(np.shape(v)) if not hasattr(v, "shape") else tuple(v.shape)
 
 
+dot = matmul
+
+
+@composite("outer", samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal(4))], numpy=(np.outer,))
 def outer(a, b):
     """Outer product of two vectors (flattened first, as NumPy does)."""
-    if not isinstance(a, Tensor):
-        a = Tensor(a)
-    if not isinstance(b, Tensor):
-        b = Tensor(b)
+    a = a if isinstance(a, Tensor) else Tensor(a)
+    b = b if isinstance(b, Tensor) else Tensor(b)
     return a.reshape(-1, 1) * b.reshape(1, -1)
 
 
-def dot(a, b):
-    return matmul(a, b)
+# -- linear: x @ w.T + b as one op (the layer every MLP runs) ---------------------------------
+
+
+def _linear_fwd(xp, x, w, b=None):
+    out = _be.matmul(x, w.T)
+    if b is not None:
+        if out.dtype == b.dtype and out.ndim >= 1:
+            out += b  # a fresh array: add the bias in place, no temporary
+        else:
+            out = out + b
+    return out
+
+
+def _linear_rule(ctx, g):
+    x, w = ctx.saved[:2]
+    p = ctx.parents
+    gx = g @ w if p[0] is not None else None
+    gw = gb = None
+    if p[1] is not None or (len(p) == 3 and p[2] is not None):
+        g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
+        if p[1] is not None:
+            gw = g2.mT @ (x if x.ndim == 2 else x.reshape(-1, x.shape[-1]))
+        if len(p) == 3 and p[2] is not None:
+            gb = g2.sum(axis=0)
+    return gx, gw, gb
+
+
+LINEAR = defop("linear", _linear_fwd, _linear_rule, save=(0, 1), cross=True, kind="other",
+               torch=lambda th, x, w, b=None: th.nn.functional.linear(x, w, b),
+               samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((4, 3)),
+                                           rng.standard_normal(4)),
+                                    Sample(rng.standard_normal((2, 5, 3)), rng.standard_normal((4, 3)))])
+
+
+@public(LINEAR, export=False)
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias`` as one op (PyTorch's layout: ``weight`` is (out, in)).
+
+    >>> F.linear(mg.ones(2, 3), mg.ones(4, 3)).shape
+    (2, 4)
+    """
+    if not isinstance(x, Tensor):
+        if hasattr(x, "_sparse_values_for_grad"):
+            raise TypeError("linear: got a sparse tensor; use mg.sparse.matmul for sparse inputs")
+        x = Tensor(x)
+    xs, ws = tuple(x.shape), tuple(weight.shape)
+    if len(ws) != 2 or len(xs) < 1 or xs[-1] != ws[1]:
+        raise ValueError(
+            f"linear: input of shape {xs} does not match weight of shape {ws} "
+            f"(expected input (..., {ws[1] if len(ws) == 2 else '?'}) and weight (out, in))"
+        )
+    if x.dtype != weight.dtype and x.dtype.kind == "f" and weight.dtype.kind == "f":
+        raise TypeError(f"linear: input dtype {x.dtype} differs from the weight's {weight.dtype}; cast one "
+                        "(x.astype(w.dtype) or model.to(dtype)), as PyTorch requires")
+    if bias is None:
+        return apply(LINEAR, x, weight)
+    return apply(LINEAR, x, weight, bias)

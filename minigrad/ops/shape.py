@@ -1,8 +1,9 @@
-"""Shape ops: reshape/view, transpose/permute, squeeze/unsqueeze, broadcast_to <-> sum_to,
-indexing (getitem <-> scatter-add), concatenate/stack, moving between devices.
+"""Shape ops: reshape/view, permute, broadcast_to <-> sum_to, indexing (getitem <-> index_add),
+concatenate/stack, moving between devices; and the composites built on them (transpose,
+swapaxes, squeeze, unsqueeze, flatten, expand).
 
-Ops that NumPy answers with a view return a view here too: the result shares the
-input's storage and its version counter.
+Ops that NumPy answers with a view return a view here too: the result shares the input's
+storage and its version counter.
 """
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
+from ..engine import apply
 from ..errors import AxisError
 from ..tensor import Tensor
-from . import _core as C
-from ._core import record
+from ._registry import Sample, composite, defop, public
 
 
 def _t(x, op):
@@ -38,12 +39,6 @@ def _shape_args(shape, op):
     return tuple(out)
 
 
-def _shares(out, xd):
-    if out.size == 0 or xd.size == 0:
-        return True
-    return bool(C.xp_of(xd).may_share_memory(out, xd))
-
-
 def _axis(a, ndim, op):
     if isinstance(a, (bool, np.bool_)) or not isinstance(a, numbers.Integral):
         raise TypeError(f"{op}: dim must be an int, got {type(a).__name__} {a!r}")
@@ -53,43 +48,55 @@ def _axis(a, ndim, op):
     return a + ndim if a < 0 else a
 
 
+def _r(rng, *shape):
+    return rng.standard_normal(shape)
+
+
 # -- reshape / view -------------------------------------------------------------
 
 
-def _reshape_rule(ctx, g, saved):
-    return (g.reshape(ctx.attrs),)
+RESHAPE = defop("reshape", lambda xp, x, shape: x.reshape(shape), lambda ctx, g, shape: (g.reshape(ctx.meta[0][0]),),
+                view="maybe", kind="view", torch=lambda th, x, shape: x.reshape(shape),
+                samples=lambda rng: [Sample(_r(rng, 2, 3, 4), shape=(6, 4)), Sample(_r(rng, 6), shape=(3, 2, 1))])
 
 
 def _do_reshape(op, x, shape):
     x = _t(x, op)
     xd = x.data
     shape = _shape_args(shape, op)
-    try:
-        out = C.timed(op, xd.reshape, shape)
-    except ValueError:
-        raise ValueError(
-            f"{op}: cannot reshape a tensor of shape {xd.shape} ({xd.size} elements) into shape {shape}"
-        ) from None
-    is_view = _shares(out, xd)
-    if op == "view" and not is_view:
+    n = 1
+    unknown = 0
+    for s in shape:
+        if s == -1:
+            unknown += 1
+        else:
+            n *= s
+    if unknown > 1 or (unknown == 0 and n != xd.size) or (unknown == 1 and (n == 0 or xd.size % n)) \
+            or any(s < -1 for s in shape):
+        raise ValueError(f"{op}: cannot reshape a tensor of shape {xd.shape} ({xd.size} elements) into shape {shape}")
+    out = apply(RESHAPE, x, shape=shape)
+    if op == "view" and out._base is None and xd.size and out.data.size:
         raise RuntimeError(
             f"view: shape {shape} is not compatible with the strides {x.stride()} of the input "
             f"(shape {xd.shape}): the result would need a copy. Use .reshape(...) (or .contiguous().view(...))"
         )
-    return record(op, _reshape_rule, out, (x,), attrs=xd.shape, view_of=x if is_view else None,
-                  info={"shape": out.shape})
+    return out
 
 
+@public(RESHAPE, method="reshape", numpy=(np.reshape,))
 def reshape(x, *shape):
     """Same data with a new shape (one entry may be -1); a view when the layout allows, else a copy."""
     return _do_reshape("reshape", x, shape)
 
 
+@composite("view", method="view", export=False,
+           samples=lambda rng: [Sample(_r(rng, 2, 3), 3, 2)])
 def view(x, *shape):
     """Same storage with a new shape; raises when that needs a copy (use reshape)."""
     return _do_reshape("view", x, shape)
 
 
+@composite("flatten", method=("flatten",), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 1)])
 def flatten(x, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one (PyTorch's flatten; all dims by default)."""
     x = _t(x, "flatten")
@@ -107,14 +114,25 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, shp[:s] + (n,) + shp[e + 1:])
 
 
+@composite("ravel", method="ravel", export=False, samples=lambda rng: [Sample(_r(rng, 2, 3))])
+def ravel(x):
+    """All elements in one dim (``flatten()``)."""
+    return flatten(x)
+
+
 # -- permutations -------------------------------------------------------------------
 
 
-def _permute_rule(ctx, g, saved):
-    inv = ctx.attrs
-    return (permute(g, inv) if C.is_t(g) else g.transpose(inv),)
+def _permute_rule(ctx, g, dims):
+    return (g.permute(tuple(np.argsort(dims).tolist())),)
 
 
+PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule, view=True, kind="view",
+                torch=lambda th, x, dims: x.permute(dims),
+                samples=lambda rng: [Sample(_r(rng, 2, 3, 4), dims=(2, 0, 1)), Sample(_r(rng, 2, 3), dims=(1, 0))])
+
+
+@public(PERMUTE, method="permute")
 def permute(x, *dims):
     """Reorder the dims: ``out.shape[i] == x.shape[dims[i]]`` (a view)."""
     x = _t(x, "permute")
@@ -125,11 +143,11 @@ def permute(x, *dims):
     dims = tuple(_axis(d, nd, "permute") for d in dims)
     if len(set(dims)) != nd:
         raise ValueError(f"permute: repeated dim in {dims}")
-    inv = tuple(np.argsort(dims).tolist())
-    out = C.timed("permute", x.data.transpose, dims)
-    return record("permute", _permute_rule, out, (x,), attrs=inv, view_of=x, info={"dims": dims})
+    return apply(PERMUTE, x, dims=dims)
 
 
+@composite("transpose", method="transpose", numpy=(np.transpose,),
+           samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 4), 0, 2)])
 def transpose(x, *axes):
     """No args: reverse the dims (NumPy, ``.T``). Two dims: swap them (PyTorch), on
     any ndim. A full permutation, as one tuple or list: as NumPy's ``transpose(axes)``."""
@@ -144,6 +162,8 @@ def transpose(x, *axes):
     return permute(x, axes)
 
 
+@composite("swapaxes", method=("swapaxes", "swapdims"), numpy=(np.swapaxes,),
+           samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1)])
 def swapaxes(x, a, b):
     """Swap two dims (a view)."""
     x = _t(x, "swapaxes")
@@ -157,9 +177,11 @@ def swapaxes(x, a, b):
 # -- squeeze / unsqueeze -------------------------------------------------------------
 
 
-def squeeze(x, axis=None):
+@composite("squeeze", method="squeeze", numpy=(np.squeeze,), samples=lambda rng: [Sample(_r(rng, 2, 1, 3))])
+def squeeze(x, axis=None, dim=None):
     """Remove size-1 dims (all of them, or those named; naming a dim of size != 1 is an error)."""
     x = _t(x, "squeeze")
+    axis = axis if dim is None else dim
     shp = x.shape
     if axis is None:
         new = tuple(s for s in shp if s != 1)
@@ -173,6 +195,7 @@ def squeeze(x, axis=None):
     return reshape(x, new)
 
 
+@composite("unsqueeze", method="unsqueeze", samples=lambda rng: [Sample(_r(rng, 2, 3), -1)])
 def unsqueeze(x, dim):
     """Insert a size-1 dim at ``dim`` (in [-ndim-1, ndim])."""
     x = _t(x, "unsqueeze")
@@ -188,27 +211,32 @@ def unsqueeze(x, dim):
 
 # -- broadcasting -----------------------------------------------------------------------
 
+BROADCAST_TO = defop("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape),
+                     lambda ctx, g, shape: (g.sum_to(ctx.meta[0][0]),), view=True, kind="broadcast",
+                     torch=lambda th, x, shape: x.broadcast_to(shape),
+                     samples=lambda rng: [Sample(_r(rng, 3, 1), shape=(2, 3, 4)), Sample(_r(rng, 4), shape=(3, 4))])
 
-def _broadcast_rule(ctx, g, saved):
-    return (C.sum_to(g, ctx.attrs),)
 
-
+@public(BROADCAST_TO, method="broadcast_to", numpy=(np.broadcast_to,))
 def broadcast_to(x, shape):
     """Broadcast to ``shape`` (a read-only view); its gradient is ``sum_to``."""
     x = _t(x, "broadcast_to")
-    shape = _shape_args((shape,) if not isinstance(shape, tuple) else shape, "broadcast_to") if not isinstance(shape, int) else (shape,)
+    shape = (shape,) if isinstance(shape, numbers.Integral) else _shape_args(tuple(shape), "broadcast_to")
     xd = x.data
     if xd.shape == shape:
         return x
     try:
-        out = C.timed("broadcast_to", C.xp_of(xd).broadcast_to, xd, shape)
+        np.broadcast_shapes(xd.shape, shape)
+        if len(shape) < xd.ndim or np.broadcast_shapes(xd.shape, shape) != shape:
+            raise ValueError
     except ValueError:
         raise ValueError(
             f"broadcast_to: cannot broadcast shape {xd.shape} to {shape} (trailing dims must match or be 1)"
         ) from None
-    return record("broadcast_to", _broadcast_rule, out, (x,), attrs=xd.shape, view_of=x, info={"shape": shape})
+    return apply(BROADCAST_TO, x, shape=shape)
 
 
+@composite("expand", method="expand", export=True, samples=lambda rng: [Sample(_r(rng, 3, 1), 2, -1, 4)])
 def expand(x, *sizes):
     """PyTorch's expand: broadcast to ``sizes``, where -1 keeps that dim."""
     x = _t(x, "expand")
@@ -222,16 +250,13 @@ def expand(x, *sizes):
     return broadcast_to(x, shape)
 
 
-def sum_to(x, shape):
-    """The one inverse of broadcasting: sum ``x`` down to ``shape``."""
-    return C.sum_to(_t(x, "sum_to"), tuple(shape))
-
-
 # -- indexing ---------------------------------------------------------------------------
 
+_ARRAY = object()  # where an index array sits in an index template
 
-def _convert_index(idx):
-    """Tensors -> arrays, lists -> arrays; returns (index, is_basic)."""
+
+def convert_index(idx):
+    """Tensors -> arrays, lists -> arrays; returns (index tuple, is_basic)."""
     if not isinstance(idx, tuple):
         idx = (idx,)
     out = []
@@ -262,46 +287,103 @@ def _convert_index(idx):
     return tuple(out), basic
 
 
-def _getitem_rule(ctx, g, saved):
-    shape, idx, basic = ctx.attrs
-    return (_scatter(g, shape, idx, basic),)
+def split_index(raw, idx):
+    """An index as (template, arguments): each index array becomes an argument of the op (the
+    user's index Tensor itself where there was one, so that the op saves it with its version)."""
+    raws = raw if isinstance(raw, tuple) else (raw,)
+    template, args = [], []
+    for r, i in zip(raws, idx, strict=False):
+        if hasattr(i, "shape") and not isinstance(i, (bool, np.bool_)):
+            template.append(_ARRAY)
+            args.append(r if isinstance(r, Tensor) else i)
+        else:
+            template.append(i)
+    template.extend(idx[len(raws):])
+    return tuple(template), args
 
 
+def join_index(template, arrays):
+    it = iter(arrays)
+    return tuple(next(it) if t is _ARRAY else t for t in template)
+
+
+def _getitem_fwd(xp, x, *arrays, template):
+    return x[join_index(template, arrays)]
+
+
+def _getitem_rule(ctx, g, template):
+    return (apply(INDEX_ADD, g, *ctx.saved, shape=ctx.meta[0][0], template=template),)
+
+
+GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="maybe", kind="view",
+                samples=lambda rng: [Sample(_r(rng, 4, 3), template=(1, slice(None))),
+                                     Sample(_r(rng, 4, 3), np.array([0, 2, 0]), template=(_ARRAY,))])
+
+
+@public(GETITEM, dunders=("__getitem__",), export=False)
 def getitem(x, idx):
-    """``x[idx]`` with basic (a view) and advanced (a copy) indexing."""
+    """``x[idx]`` with basic (a view) and advanced (a copy) indexing; repeated indices accumulate in backward."""
     x = _t(x, "getitem")
     xd = x.data
-    raw = idx
-    idx, basic = _convert_index(idx)
+    cidx, basic = convert_index(idx)
     if not basic:
-        idx = _to_device_index(idx, xd, "getitem")
-    elif all(type(i) is int for i in idx):
-        idx = idx + (Ellipsis,)  # x[1, 2] is then a 0-d view, not a copied scalar
+        cidx = to_device_index(cidx, xd, "getitem")
+    elif all(type(i) is int for i in cidx):
+        cidx = cidx + (Ellipsis,)  # x[1, 2] is then a 0-d view, not a copied scalar
+    template, args = split_index(idx, cidx)
     try:
-        out = C.timed("getitem", xd.__getitem__, idx)
+        return apply(GETITEM, x, *args, template=template)
     except IndexError as e:
         raise IndexError(f"getitem: {e} (tensor shape {xd.shape})") from None
-    return record("getitem", _getitem_rule, out, (x,), saved=() if basic or not x._rg else _index_saved(raw, idx),
-                  attrs=(xd.shape, idx, basic), view_of=x if basic else None, info={"index": _fmt_index(idx)})
 
 
-def _index_saved(raw, idx):
-    """What an advanced index keeps for backward, to save on the Node: ``(None, *arrays)``, each
-    index Tensor itself (so that backward refuses one changed in place since, instead of sending
-    the gradient to the wrong positions) or the array made from a list. ``None`` stands for the
-    indexed tensor, so an error names the index as input 1 of the op."""
-    raw = raw if isinstance(raw, tuple) else (raw,)
-    out = [None]
-    for r, i in zip(raw, idx, strict=False):
-        if hasattr(i, "shape") and not isinstance(i, (bool, np.bool_)):
-            out.append(r if isinstance(r, Tensor) else i)
-    return tuple(out) if len(out) > 1 else ()
+def _index_add_fwd(xp, v, *arrays, shape, template):
+    z = xp.zeros(shape, dtype=v.dtype)
+    idx = join_index(template, arrays)
+    if not arrays:
+        z[idx] = v
+    else:
+        _be.index_add(xp, z, idx, v)
+    return z
 
 
-def _to_device_index(idx, xd, op="getitem", shape=None):
+def _index_add_rule(ctx, g, shape, template):
+    return (apply(GETITEM, g, *ctx.saved, template=template),)
+
+
+INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), kind="other",
+                  samples=lambda rng: [Sample(_r(rng, 3), np.array([0, 2, 0]), shape=(4,), template=(_ARRAY,)),
+                                       Sample(_r(rng, 3), shape=(2, 3), template=(1,))])
+
+
+@public(INDEX_ADD)
+def index_add(shape, idx, values):
+    """A zeros tensor of ``shape`` with ``values`` added at ``idx``; repeated indices accumulate.
+
+    >>> mg.index_add((3,), mg.tensor([0, 2, 0]), mg.tensor([1.0, 2.0, 3.0]))
+    tensor([4., 0., 2.])
+    """
+    values = _t(values, "index_add")
+    shape = _shape_args((shape,) if not isinstance(shape, (tuple, list)) else (tuple(shape),), "index_add")
+    cidx, basic = convert_index(idx)
+    if not basic:
+        cidx = to_device_index(cidx, values.data, "index_add", shape)
+    template, args = split_index(idx, cidx)
+    try:
+        return apply(INDEX_ADD, values, *args, shape=shape, template=template)
+    except IndexError as e:
+        raise IndexError(f"index_add: {e} (target shape {shape})") from None
+    except ValueError as e:
+        raise ValueError(
+            f"index_add: values of shape {tuple(values.shape)} do not fit the index {fmt_index(cidx)} of a "
+            f"target of shape {shape} ({e})"
+        ) from None
+
+
+def to_device_index(idx, xd, op="getitem", shape=None):
     """Index arrays onto ``xd``'s device. CuPy does not bounds-check integer index arrays (they
     wrap around), so on the device they are checked here as NumPy checks them (one sync each)."""
-    xp = C.xp_of(xd)
+    xp = _be.array_module(xd)
     if xp is np:
         return idx
     idx = tuple(xp.asarray(i) if isinstance(i, np.ndarray) else i for i in idx)
@@ -332,7 +414,7 @@ def _check_bounds(idx, shape, op):
         d += dims(i)
 
 
-def _fmt_index(idx):
+def fmt_index(idx):
     parts = []
     for i in idx:
         if isinstance(i, slice):
@@ -349,62 +431,30 @@ def _fmt_index(idx):
     return "[" + ", ".join(parts) + "]"
 
 
-def _scatter_fwd(gd, shape, idx, basic):
-    xp = C.xp_of(gd)
-    z = xp.zeros(shape, dtype=gd.dtype)
-    if basic:
-        z[idx] = gd
-    else:
-        _be.index_add(xp, z, idx, gd)
-    return z
-
-
-def _scatter_rule(ctx, g, saved):
-    shape, idx, basic = ctx.attrs
-    return (g[idx] if C.is_t(g) else g[idx],)
-
-
-def _scatter(g, shape, idx, basic, saved=()):
-    """Zeros of ``shape`` with ``g`` added at ``idx`` (repeats accumulate); the pair of getitem."""
-    if not C.is_t(g):
-        return _scatter_fwd(g, shape, idx, basic)
-    out = C.timed("index_add", _scatter_fwd, g.data, shape, idx, basic)
-    return record("index_add", _scatter_rule, out, (g,), saved=saved, attrs=(shape, idx, basic),
-                  info={"index": _fmt_index(idx)})
-
-
-def index_add(shape, idx, values):
-    """A zeros tensor of ``shape`` with ``values`` added at ``idx``; repeated indices accumulate.
-
-    >>> mg.index_add((3,), mg.tensor([0, 2, 0]), mg.tensor([1.0, 2.0, 3.0]))
-    tensor([4., 0., 2.])
-    """
-    values = _t(values, "index_add")
-    raw = idx
-    shape = _shape_args((shape,) if not isinstance(shape, (tuple, list)) else (tuple(shape),), "index_add")
-    idx, basic = _convert_index(idx)
-    if not basic:
-        idx = _to_device_index(idx, values.data, "index_add", shape)
-    try:
-        return _scatter(values, shape, idx, basic, () if basic else _index_saved(raw, idx))
-    except IndexError as e:
-        raise IndexError(f"index_add: {e} (target shape {shape})") from None
-    except ValueError as e:
-        raise ValueError(
-            f"index_add: values of shape {tuple(values.shape)} do not fit the index {_fmt_index(idx)} of a "
-            f"target of shape {shape} ({e})"
-        ) from None
-
-
 # -- joining ----------------------------------------------------------------------------
 
 
-def _concat_rule(ctx, g, saved):
-    axis, bounds = ctx.attrs
+def _concat_rule(ctx, g, axis, sizes):
     pre = (slice(None),) * axis
-    return tuple(g[pre + (slice(a, b),)] for a, b in zip(bounds[:-1], bounds[1:], strict=True))
+    out, start = [], 0
+    for m, p in zip(sizes, ctx.parents, strict=True):
+        out.append(g[pre + (slice(start, start + m),)] if p is not None else None)
+        start += m
+    return tuple(out)
 
 
+
+def _concat_fwd(xp, *xs, axis, sizes):
+    return xp.concatenate(xs, axis)
+
+
+CONCATENATE = defop("concatenate", _concat_fwd, _concat_rule, kind="other",
+                    torch=lambda th, *xs, axis, sizes: th.cat(xs, axis),
+                    samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4, 3), axis=0, sizes=(2, 4)),
+                                         Sample(_r(rng, 2, 1), _r(rng, 2, 2), axis=1, sizes=(1, 2))])
+
+
+@public(CONCATENATE, numpy=(np.concatenate,))
 def concatenate(tensors, axis=0, *, dim=None):
     """Join tensors along an existing axis (``dim`` is an alias)."""
     if dim is not None:
@@ -418,27 +468,24 @@ def concatenate(tensors, axis=0, *, dim=None):
     a = _axis(axis, nd, "concatenate")
     for t in ts[1:]:
         if t.ndim != nd or any(s != u for i, (s, u) in enumerate(zip(t.shape, ts[0].shape, strict=True)) if i != a):
-            raise ValueError(
-                f"concatenate: shapes {[tuple(t.shape) for t in ts]} differ outside axis {a}"
-            )
-    datas = [t.data for t in ts]
-    xp = C.xp_all("concatenate", *datas)
-    out = C.timed("concatenate", xp.concatenate, datas, a)
-    bounds = [0]
-    for t in ts:
-        bounds.append(bounds[-1] + t.shape[a])
-    return record("concatenate", _concat_rule, out, ts, attrs=(a, bounds), info={"axis": a})
+            raise ValueError(f"concatenate: shapes {[tuple(t.shape) for t in ts]} differ outside axis {a}")
+    return apply(CONCATENATE, *ts, axis=a, sizes=tuple(t.shape[a] for t in ts))
 
 
 cat = concatenate
 
 
-def _stack_rule(ctx, g, saved):
-    axis, n = ctx.attrs
+def _stack_rule(ctx, g, axis):
     pre = (slice(None),) * axis
-    return tuple(g[pre + (i,)] for i in range(n))
+    return tuple(g[pre + (i,)] if p is not None else None for i, p in enumerate(ctx.parents))
 
 
+STACK = defop("stack", lambda xp, *xs, axis: xp.stack(xs, axis), _stack_rule, kind="other",
+              torch=lambda th, *xs, axis: th.stack(xs, axis),
+              samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 2, 3), axis=1)])
+
+
+@public(STACK, numpy=(np.stack,))
 def stack(tensors, axis=0, *, dim=None):
     """Join same-shape tensors along a new axis."""
     if dim is not None:
@@ -452,25 +499,67 @@ def stack(tensors, axis=0, *, dim=None):
     nd = ts[0].ndim + 1
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -nd <= axis < nd:
         raise AxisError(f"stack: axis {axis} is out of range for the result's ndim {nd}")
-    a = axis + nd if axis < 0 else axis
-    datas = [t.data for t in ts]
-    xp = C.xp_all("stack", *datas)
-    out = C.timed("stack", xp.stack, datas, a)
-    return record("stack", _stack_rule, out, ts, attrs=(a, len(ts)), info={"axis": a})
+    return apply(STACK, *ts, axis=axis + nd if axis < 0 else axis)
 
 
 # -- devices ----------------------------------------------------------------------------
 
 
-def _to_device_rule(ctx, g, saved):
-    src = ctx.attrs
-    return (to_device(g, src) if C.is_t(g) else _be.to_device(g, src),)
+TO = defop("to", lambda xp, x, device, src: _be.to_device(x, device),
+           lambda ctx, g, device, src: (g.to(src),), kind="other")
 
 
+@public(TO, export=False)
 def to_device(x, device):
     """Copy to ``device`` ('cpu' or 'cuda:N'); the gradient goes back to the source device."""
     src = x.device
     if src == device:
         return x
-    out = C.timed("to", _be.to_device, x.data, device)
-    return record("to", _to_device_rule, out, (x,), attrs=src, info={"device": device})
+    return apply(TO, x, device=device, src=src)
+
+
+@composite("move", method="to", export=False)
+def to(x, device=None, dtype=None):
+    """Move to ``device`` ("cpu", "cuda", "cuda:N") and/or cast to ``dtype``; differentiable."""
+    t = x
+    if isinstance(device, (np.dtype, type)) and dtype is None:
+        device, dtype = None, device
+    if device is not None:
+        t = to_device(t, _be.parse_device(device))
+    if dtype is not None:
+        t = t.astype(dtype)
+    return t
+
+
+@composite("contiguous", method="contiguous", export=False, samples=lambda rng: [Sample(_r(rng, 3, 2).T)])
+def contiguous(x):
+    """Self when C-contiguous, else a contiguous copy (differentiable)."""
+    return x if x.is_contiguous() else x.clone()
+
+
+@composite("cpu", method="cpu", export=False, kind="cast")
+def cpu(x):
+    """The tensor on the host (itself when already there); differentiable."""
+    return to(x, "cpu")
+
+
+@composite("cuda", method="cuda", export=False, kind="cast")
+def cuda(x, device=None):
+    """The tensor on a CUDA device (``cuda:0`` by default, or ``device`` as an int or string)."""
+    return to(x, "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+
+@composite("to_sparse_coo", method="to_sparse_coo", export=False, kind="cast")
+def to_sparse_coo(x, sparse_dim=None):
+    """A COO sparse tensor of the non-zero entries (differentiable; ``mg.sparse``)."""
+    from .. import sparse  # noqa: PLC0415 - sparse sits above the dense ops and plugs in from there
+
+    return sparse.to_sparse_coo(x, sparse_dim)
+
+
+@composite("to_sparse_csr", method="to_sparse_csr", export=False, kind="cast")
+def to_sparse_csr(x):
+    """A CSR sparse tensor (2-D, or 3-D batched) of the non-zero entries (differentiable)."""
+    from .. import sparse  # noqa: PLC0415
+
+    return sparse.to_sparse_csr(x)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 
-from .. import autograd as _ag
+from .. import engine as _ag
 from .. import backend as _be
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, wrap as _wrap
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler", "LRScheduler", "StepLR", "CosineAnnealingLR",
            "ExponentialLR", "LambdaLR"]

@@ -1,40 +1,32 @@
 """The differentiable pieces sparse ops are made of.
 
-Each op takes and returns dense minigrad Tensors (the stored values) and is
-recorded through the normal engine with its own gradient rule; index arrays
-ride along as constants in ``attrs``. Every rule is written so that it runs on
-backend arrays (first-order backward) and on Tensors (``create_graph=True``),
-as the engine requires.
+Each takes and returns dense minigrad Tensors (the stored values) and is a registered op
+(``mg.ops.registry()``), run by the engine's one ``apply``; index arrays ride along as
+constants. Rules see Tensors, as every rule does, so second derivatives come for free.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .. import backend as _be
-from ..ops import _core as C
-from ..ops import shape as _shape
-from ..tensor import Tensor, _wrap
+from ..engine import apply
+from ..ops._registry import Sample, defop
+from ..ops.shape import index_add
 from . import _kernels as K
 
 
-def _xp(a):
-    return _be.array_module(a.data if isinstance(a, Tensor) else a)
-
-
-# -- gather: out = v[idx] along the first axis -----------------------------------
-
 def gather_rows(v, idx):
     """``v[idx]`` along axis 0 (differentiable; repeated indices accumulate in backward)."""
-    if not C.is_t(v):
-        return v[idx]
-    return _shape.getitem(v, idx)
+    return v[idx]
 
 
-# -- scatter: out = zeros(n, ...) with v[i] added at idx[i] -----------------------
+def _segsum_rule(ctx, g, inv, n):
+    return (g[inv],)
 
-def _segsum_rule(ctx, g, saved):
-    inv, _n = ctx.attrs
-    return (gather_rows(g, inv),)
+
+SEGMENT_SUM = defop("sparse_segment_sum", lambda xp, v, inv, n: K.segment_sum(xp, v, inv, n), _segsum_rule,
+                    kind="reduce",
+                    samples=lambda rng: [Sample(rng.standard_normal((5, 2)), inv=np.array([0, 2, 0, 1, 2]), n=3)])
 
 
 def segment_sum(v, inv, n):
@@ -42,19 +34,19 @@ def segment_sum(v, inv, n):
 
     Backward is a gather: each entry receives the gradient of its segment.
     """
-    if not C.is_t(v):
-        return K.segment_sum(_xp(v), v, inv, n)
-    out = C.timed("sparse_segment_sum", K.segment_sum, _xp(v), v.data, inv, n)
-    return C.record("sparse_segment_sum", _segsum_rule, out, (v,), attrs=(inv, n),
-                    info={"segments": n})
+    out = apply(SEGMENT_SUM, v, inv=inv, n=n)
+    if out._node is not None:
+        out._node.info = {"segments": n}
+    return out
 
 
-def _binned_rule(ctx, g, saved):
-    (groups,) = ctx.attrs
-    if not C.is_t(g):
-        return (K.binned_spread(_xp(g), g, groups),)
-    full = _shape.index_add((groups.space,), groups.keys, g)
-    return (gather_rows(full, groups.entry_keys),)
+def _binned_rule(ctx, g, groups):
+    full = index_add((groups.space,), groups.keys, g)
+    return (full[groups.entry_keys],)
+
+
+BINNED_SUM = defop("sparse_binned_sum", lambda xp, v, groups: K.binned_sum(xp, v, groups), _binned_rule,
+                   kind="reduce")
 
 
 def group_sum(v, groups):
@@ -64,17 +56,12 @@ def group_sum(v, groups):
     (no inverse map); otherwise a segment sum over the inverse map.
     """
     if groups.binned and v.ndim == 1 and v.dtype.kind == "f":
-        out = C.timed("sparse_segment_sum", K.binned_sum, _xp(v), v.data, groups)
-        return C.record("sparse_segment_sum", _binned_rule, out, (v,), attrs=(groups,),
-                        info={"segments": groups.n})
+        out = apply(BINNED_SUM, v, groups=groups)
+        if out._node is not None:
+            out._node.op = "sparse_segment_sum"
+            out._node.info = {"segments": groups.n}
+        return out
     return segment_sum(v, groups.inverse(), groups.n)
-
-
-# -- dense <-> stored entries --------------------------------------------------------
-
-def _todense_rule(ctx, g, saved):
-    rows, _shape_ = ctx.attrs
-    return (g[tuple(rows)],)
 
 
 def _todense_fwd(xp, vd, rows, shape):
@@ -94,35 +81,29 @@ def _todense_fwd(xp, vd, rows, shape):
     return out
 
 
+def _todense_rule(ctx, g, rows, shape):
+    if not rows:
+        n = ctx.meta[0][0][0]
+        return (g.reshape((1,) + tuple(g.shape)).broadcast_to((n,) + tuple(g.shape)),)
+    return (g[tuple(rows)],)
+
+
+TO_DENSE = defop("sparse_to_dense", _todense_fwd, _todense_rule, kind="other",
+                 samples=lambda rng: [Sample(rng.standard_normal(3), rows=(np.array([0, 1, 1]), np.array([2, 0, 2])),
+                                             shape=(2, 3))])
+
+
 def to_dense(v, rows, shape):
     """The dense tensor of ``shape`` holding the values ``v`` at coordinates ``rows``
     (duplicates add up). Backward gathers the gradient at the stored coordinates."""
     shape = tuple(int(s) for s in shape)
-    rows = tuple(rows)
-    if not C.is_t(v):
-        return _todense_fwd(_xp(v), v, rows, shape)
-    out = C.timed("sparse_to_dense", _todense_fwd, _xp(v), v.data, rows, shape)
-    if not rows:
-        return C.record("sparse_to_dense", _todense_rule0, out, (v,), attrs=(v.shape[0],))
-    return C.record("sparse_to_dense", _todense_rule, out, (v,), attrs=(rows, shape),
-                    info={"shape": shape})
+    out = apply(TO_DENSE, v, rows=tuple(rows), shape=shape)
+    if out._node is not None and rows:
+        out._node.info = {"shape": shape}
+    return out
 
 
-def _todense_rule0(ctx, g, saved):
-    (n,) = ctx.attrs
-    return (C.broadcast_to(g.reshape((1,) + tuple(g.shape)), (n,) + tuple(g.shape)),)
-
-
-# -- sparse x dense matmul -------------------------------------------------------------
-
-def _scatter_add_rows(x, idx, n):
-    """zeros((n, *x.shape[1:])) with x's rows added at idx (dual)."""
-    if C.is_t(x):
-        return _shape.index_add((n,) + tuple(x.shape[1:]), idx, x)
-    return K.segment_sum(_xp(x), x, idx, n)
-
-
-def _spmm_fwd(xp, vd, rows, cols, bd, nrows):
+def _spmm_fwd(xp, vd, bd, rows, cols, nrows):
     dt = np.result_type(vd.dtype, bd.dtype)
     if vd.dtype != dt:
         vd = vd.astype(dt)
@@ -132,17 +113,20 @@ def _spmm_fwd(xp, vd, rows, cols, bd, nrows):
     return K.segment_sum(xp, prod, rows, nrows)
 
 
-def _spmm_rule(ctx, g, saved):
-    v, b = saved
-    rows, cols, nrows = ctx.attrs
-    mv, mb = ctx.meta
+def _spmm_rule(ctx, g, rows, cols, nrows):
+    v, b = ctx.saved
     gv = gb = None
-    gr = gather_rows(g, rows)  # (nnz, N)
-    if mv is not None:
-        gv = (gr * gather_rows(b, cols)).sum(axis=-1)
-    if mb is not None:
-        gb = _scatter_add_rows(gr * v.reshape((-1, 1)), cols, mb[0][0])
+    gr = g[rows]  # (nnz, N)
+    if ctx.parents[0] is not None:
+        gv = (gr * b[cols]).sum(axis=-1)
+    if ctx.parents[1] is not None:
+        gb = segment_sum(gr * v.reshape((-1, 1)), cols, ctx.meta[1][0][0])
     return gv, gb
+
+
+SPMM = defop("sparse_matmul", _spmm_fwd, _spmm_rule, save=(0, 1), kind="other",
+             samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal((3, 2)),
+                                         rows=np.array([0, 1, 1]), cols=np.array([2, 0, 2]), nrows=2)])
 
 
 def spmm(v, rows, cols, nrows, b):
@@ -150,10 +134,4 @@ def spmm(v, rows, cols, nrows, b):
 
     Differentiable in ``v`` (nnz,) and ``b`` (K, N); saves only the two inputs.
     """
-    xp = _be.array_module(v.data, b.data)
-    out = C.timed("sparse_matmul", _spmm_fwd, xp, v.data, rows, cols, b.data, nrows)
-    return C.record("sparse_matmul", _spmm_rule, out, (v, b), saved=(v, b), attrs=(rows, cols, nrows))
-
-
-def wrap(a):
-    return _wrap(a)
+    return apply(SPMM, v, b, rows=rows, cols=cols, nrows=nrows)

@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, wrap as _wrap
 from . import _kernels as K
 from .tensor import SparseCOOTensor, SparseCSRTensor, SparseTensor, coo_tensor, csr_tensor
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._util import NOARG, pick
-from ..ops import _core as C
-from ..ops.reduce import _result_dtype, normalize_axis
+from ..engine import apply
+from ..ops._registry import Sample, defop
+from ..ops.reduce import normalize_axis
+from ..ops.reduce import result_dtype as _result_dtype
 from ..ops.reduce import sum as _dense_sum
 from ..ops.linalg import matmul as _dense_matmul
 from ..tensor import Tensor
@@ -15,13 +17,13 @@ from .convert import csr_from_sorted
 from .tensor import SparseCOOTensor, SparseTensor
 
 
-def _identity_rule(ctx, g, saved):
-    return (g,)
+ALIAS = defop("sparse_sum", lambda xp, v: v, lambda ctx, g: (g,), kind="reduce",
+              samples=lambda rng: [Sample(rng.standard_normal(3))])
 
 
 def _alias(v):
     """``v`` as a new Tensor over the same data, recorded (gradients pass straight through)."""
-    return C.record("sparse_sum", _identity_rule, v.data, (v,))
+    return apply(ALIAS, v)
 
 
 def sum(s, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):  # noqa: A001
@@ -97,8 +99,7 @@ def sum(s, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
                 a[d] = 0
         return a
 
-    groups, coords = C.timed("sparse_sum", K.group_coords, xp, [rows[d] for d in kept], kdims,
-                             assume_sorted, alloc, at)
+    groups, coords = K.group_coords(xp, [rows[d] for d in kept], kdims, assume_sorted, alloc, at)
     nv = _alias(v) if groups.identity else A.group_sum(v, groups)
     full = [coords[d] for d in range(nrows)]
     shape = sp_shape + tuple(nv.shape[1:])

@@ -24,10 +24,10 @@ import numbers
 
 import numpy as np
 
-from .. import autograd as _ag
+from .. import engine as _ag
 from .. import backend as _be
 from .._util import NOARG
-from ..tensor import Tensor, _wrap
+from ..tensor import Tensor, wrap as _wrap
 from . import _autograd as A
 from . import _kernels as K
 
@@ -225,12 +225,13 @@ class SparseTensor:
         sparse tensor of this shape (any layout, coalesced or not). Each stored entry
         receives the upstream gradient at its coordinates; nothing is densified.
         """
-        g = self._values_grad_from(grad, create_graph)
+        g = self._values_grad_from(grad)
         _ag.run_backward([self._values], [g], retain_graph=retain_graph or create_graph,
                          create_graph=create_graph)
 
-    def _values_grad_from(self, grad, graph=False):
-        """The gradient of ``values`` given an upstream gradient of the whole tensor."""
+    def _values_grad_from(self, grad):
+        """The gradient of ``values`` given an upstream gradient of the whole tensor (Tensor ops:
+        recorded when the upstream gradient itself carries a history, as under create_graph)."""
         xp = self._xp()
         if grad is None:
             if K.prod(self._shape) != 1:
@@ -242,7 +243,7 @@ class SparseTensor:
             if grad.shape != self._shape:
                 raise RuntimeError(f"backward: sparse grad has shape {grad.shape} but the output has shape "
                                    f"{self._shape}; they must match exactly")
-            return self._gather_sparse(grad, graph)
+            return self._gather_sparse(grad)
         if not isinstance(grad, Tensor):
             grad = Tensor(xp.asarray(grad, dtype=self.dtype))
         if grad.shape != self._shape:
@@ -250,15 +251,14 @@ class SparseTensor:
                                "they must match exactly")
         rows = self._coo_rows()
         if not rows:
-            return A.gather_rows(grad.reshape((1,) + grad.shape), xp.zeros(self.nnz, dtype=np.int64))
-        if graph:
-            return grad[tuple(rows)]
-        return _wrap(grad.data[tuple(rows)])
+            return grad.reshape((1,) + grad.shape)[xp.zeros(self.nnz, dtype=np.int64)]
+        return grad[tuple(rows)]
 
-    def _gather_sparse(self, grad, graph):
+    def _gather_sparse(self, grad):
         """The sparse ``grad`` read at this tensor's stored coordinates: for each entry, the
         block (dense dims) of ``grad`` there, zeros where ``grad`` stores nothing. O(nnz)."""
-        from ..ops import shape as _shape
+        from ..ops.elementwise import where
+        from ..ops.shape import index_add
 
         xp = self._xp()
         S = self.sparse_dim
@@ -268,40 +268,26 @@ class SparseTensor:
         block = tuple(self._shape[S:])
         if gc.nnz == 0:  # grad stores nothing: every entry gets zeros
             return _wrap(xp.zeros((self.nnz,) + block, dtype=gc.dtype))
-        gv = gc._values if graph else _wrap(gc._values.data)
+        gv = gc._values
         if gc.sparse_dim == S and gc.nnz == self.nnz and (
                 (gc.layout == self.layout == "coo" and _same_arrays(gc._idx, self._idx))
                 or (gc.layout == self.layout == "csr" and _same_arrays(gc._crow, self._crow)
                     and _same_arrays(gc._col, self._col))):
             return gv
         if S == 0:  # every entry is a copy of the whole (dense-shaped) block
-            whole = gc.to_dense() if graph else _wrap(gc.to_dense().data)
-            return whole.reshape((1,) + block).broadcast_to((self.nnz,) + block)
+            return gc.to_dense().reshape((1,) + block).broadcast_to((self.nnz,) + block)
         src = gc._coo_rows()
         if gc.sparse_dim == S:
             pos, found = K.lookup(xp, src, self._coo_rows(), self._shape[:S])
-            mask = found.reshape((-1,) + (1,) * len(block))
-            if graph:
-                return A.gather_rows(gv, pos) * _wrap(mask.astype(gv.dtype))
-            return _wrap(xp.where(mask, gv.data[pos], xp.zeros((), dtype=gv.dtype)))
+            return where(_wrap(found.reshape((-1,) + (1,) * len(block))), gv[pos], 0.0)
         # grad is sparse in some of this tensor's dense dims: scatter its entries into
         # one block per distinct stored coordinate, then hand each entry its block
         groups, uniq = K.group_coords(xp, self._coo_rows(), self._shape[:S])
         pos, found = K.lookup(xp, uniq, src[:S], self._shape[:S])
         keep = xp.flatnonzero(found)
-        where = (pos[keep],) + tuple(r[keep] for r in src[S:])
-        vals = A.gather_rows(gv if graph else gv.data, keep)
-        if graph:
-            blocks = _shape.index_add((groups.n,) + block, where, vals)
-        else:
-            blocks = xp.zeros((groups.n,) + block, dtype=gv.dtype)
-            _be.index_add(xp, blocks, where, vals)
-            blocks = _wrap(blocks)
-        if groups.identity:
-            return blocks
-        if graph:
-            return A.gather_rows(blocks, groups.inverse())
-        return _wrap(blocks.data[groups.inverse()])
+        where_ = (pos[keep],) + tuple(r[keep] for r in src[S:])
+        blocks = index_add((groups.n,) + block, where_, gv[keep])
+        return blocks if groups.identity else blocks[groups.inverse()]
 
     # -- operators -------------------------------------------------------------------
     def sum(self, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
@@ -321,6 +307,12 @@ class SparseTensor:
         return matmul(other, self)
 
     matmul = __matmul__
+
+    def _sparse_matmul(self, a, b):
+        """``mg.matmul`` / ``@`` with a sparse operand: the sparse product (never densified)."""
+        from .ops import matmul
+
+        return matmul(a, b)
 
     def to_scipy(self):
         """A SciPy sparse array (coo_array / csr_array) with a host copy of the data (no gradient)."""

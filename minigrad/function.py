@@ -1,0 +1,151 @@
+"""User-defined ops, PyTorch's habit: subclass ``mg.autograd.Function`` with static ``forward(ctx,
+*args)`` and ``backward(ctx, *grads)``, call ``.apply``. A Function runs through the same
+``engine.apply`` as every built-in op: one Node, named after the class."""
+from __future__ import annotations
+
+from . import _state
+from . import backend as _be
+from .engine import Op, apply
+from .tensor import Tensor, wrap
+
+_OUTPUT = object()  # marks a saved output: kept as (marker, index), never as the Tensor (no cycle)
+
+
+class FunctionCtx:
+    """What ``forward`` and ``backward`` of an ``autograd.Function`` share."""
+
+    def __init__(self):
+        self._saved = ()
+        self._node = None
+        self._outs = None
+        self.needs_input_grad = ()
+
+    def save_for_backward(self, *tensors):
+        """Save tensors for backward (their versions are checked before use)."""
+        self._saved = tensors
+
+    @property
+    def saved_tensors(self):
+        out = []
+        for s in self._saved:
+            if type(s) is tuple and len(s) == 2 and s[0] is _OUTPUT:
+                w = wrap(self._outs[s[1]])
+                if self._node is not None and _state.get().grad:
+                    w._node, w._oidx, w._rg = self._node, s[1], True
+                out.append(w)
+            else:
+                out.append(s)
+        return tuple(out)
+
+    def mark_non_differentiable(self, *tensors):
+        self._non_diff = tensors
+
+
+def _forward(xp, *datas, cls, ctx, args, kwargs):
+    """Run ``cls.forward`` unrecorded and unobserved (a profile shows the Function as one op)."""
+    token = _state.without_observers(False)
+    try:
+        res = cls.forward(ctx, *args, **kwargs)
+    finally:
+        _state.reset(token)
+    outs = (res,) if not isinstance(res, (tuple, list)) else tuple(res)
+    for o in outs:
+        if not isinstance(o, Tensor):
+            raise TypeError(f"{cls.__name__}.forward must return Tensors, got {type(o).__name__}")
+    ctx._returned = outs
+    ctx._single = not isinstance(res, (tuple, list))
+    return outs[0].data if ctx._single else tuple(o.data for o in outs)
+
+
+def _rule(node, g, cls, ctx, args, kwargs):
+    gs = list(g) if node.n_out > 1 else [g]
+    for k, gk in enumerate(gs):
+        if gk is None:
+            ref = next(x for x in gs if x is not None)
+            shape, dtype = ctx._out_meta[k]
+            gs[k] = wrap(_be.array_module(ref.data).zeros(shape, dtype=dtype))
+    ctx._node = node
+    try:
+        res = cls.backward(ctx, *gs)
+    finally:
+        ctx._node = None
+    res = (res,) if not isinstance(res, (tuple, list)) else tuple(res)
+    if len(res) != len(node.parents):
+        raise RuntimeError(f"{node.op}.backward returned {len(res)} gradients, but forward took "
+                           f"{len(node.parents)} inputs")
+    out = []
+    for r, p, m in zip(res, node.parents, node.meta, strict=True):
+        if p is None or r is None:
+            out.append(None)
+            continue
+        if not isinstance(r, Tensor):
+            # a raw array or list becomes an array on the gradients' device (a host array for a
+            # device input is an error naming both devices)
+            r = wrap(_be.array_module(r, gs[0].data).asarray(r, dtype=m[1]))
+        if r.shape != m[0]:
+            raise RuntimeError(f"{node.op}.backward returned a gradient of shape {r.shape} for an input of "
+                               f"shape {m[0]}")
+        out.append(r)
+    return tuple(out)
+
+
+class Function:
+    """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call ``.apply``.
+
+    >>> class Square(mg.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * g
+    >>> y = Square.apply(mg.tensor([3.0], requires_grad=True))
+    """
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        raise NotImplementedError("autograd.Function subclasses must define forward(ctx, *args)")
+
+    @staticmethod
+    def backward(ctx, *grads):
+        raise NotImplementedError("autograd.Function subclasses must define backward(ctx, *grads)")
+
+    @classmethod
+    def _op(cls):
+        op = cls.__dict__.get("_minigrad_op")
+        if op is None:
+            op = Op(cls.__name__, _forward, _rule, n_out=None, kind="function")
+            cls._minigrad_op = op
+        return op
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        ctx = FunctionCtx()
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        res = apply(cls._op(), *_positional(args), cls=cls, ctx=ctx, args=args, kwargs=kwargs)
+        outs = (res,) if isinstance(res, Tensor) else tuple(res)
+        ctx._outs = tuple(o.data for o in outs)
+        ctx._out_meta = tuple((o.shape, o.dtype) for o in outs)
+        node = next((o._node for o in outs if o._node is not None), None)
+        returned = ctx._returned
+        saved = []
+        for s in ctx._saved:
+            k = next((k for k, o in enumerate(returned) if s is o), None)
+            saved.append((_OUTPUT, k) if k is not None else s)
+        ctx._saved = tuple(saved)
+        del ctx._returned
+        if node is not None:
+            node.vers += tuple((s._ver, s._ver[0], f"saved tensor {i}") for i, s in enumerate(saved)
+                               if isinstance(s, Tensor))
+            nd = getattr(ctx, "_non_diff", ())
+            for k, o in enumerate(outs):
+                if any(r is returned[k] for r in nd):
+                    o._node, o._rg = None, False
+        return outs[0] if ctx._single else outs
+
+
+def _positional(args):
+    """The arguments apply sees: Tensors as they are, anything else as a constant placeholder."""
+    return tuple(a if isinstance(a, Tensor) else 0 for a in args)

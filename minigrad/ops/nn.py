@@ -1,0 +1,101 @@
+"""The losses that are ops of their own: nll_loss (cross_entropy is log_softmax + nll_loss) and
+binary_cross_entropy_with_logits; and the dtype casts Tensor methods name."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import apply
+
+from ._registry import Sample, composite, defop
+from .elementwise import sigmoid
+
+
+def _nll_fwd(xp, logp, target, reduction):
+    n = logp.shape[0]
+    picked = -logp[xp.arange(n), target]
+    if reduction == "none":
+        return picked
+    if not n:
+        return xp.asarray(xp.nan if reduction == "mean" else 0, dtype=logp.dtype)
+    total = picked.sum(axis=0, keepdims=True).reshape(())
+    return total / n if reduction == "mean" else total
+
+
+def _nll_rule(ctx, g, reduction):
+    (target,) = ctx.saved
+    return apply(NLL_BACKWARD, g, target, shape=ctx.meta[0][0], reduction=reduction), None
+
+
+NLL = defop("nll_loss", _nll_fwd, _nll_rule, save=(1,), kind="reduce",
+            torch=lambda th, x, t, reduction: th.nn.functional.nll_loss(x, t, reduction=reduction),
+            samples=lambda rng: [Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction="mean"),
+                                 Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction="none")])
+
+
+def _nll_backward_fwd(xp, g, target, shape, reduction):
+    n = shape[0]
+    out = xp.zeros(shape, dtype=g.dtype)
+    if n:
+        out[xp.arange(n), target] = -(g / n if reduction == "mean" else g)
+    return out
+
+
+def _nll_backward_rule(ctx, gg, shape, reduction):
+    (target,) = ctx.saved
+    return apply(NLL, gg, target, reduction=reduction), None
+
+
+NLL_BACKWARD = defop("nll_loss_backward", _nll_backward_fwd, _nll_backward_rule, save=(1,), kind="other",
+                     samples=lambda rng: [Sample(rng.standard_normal(4), np.array([0, 2, 1, 2]), shape=(4, 3),
+                                                 reduction="none"),
+                                          Sample(rng.standard_normal(()), np.array([1, 0]), shape=(2, 3),
+                                                 reduction="mean")])
+
+
+def _bce_fwd(xp, x, y, reduction):
+    loss = xp.maximum(x, 0) - x * y  # softplus(x) - x y, stable both ways
+    loss += xp.log1p(xp.exp(-xp.abs(x)))
+    if reduction == "mean":
+        loss = loss.mean()
+    elif reduction == "sum":
+        loss = loss.sum()
+    return xp.asarray(loss, dtype=x.dtype)
+
+
+def _bce_rule(ctx, g, reduction):
+    x, y = ctx.saved
+    if reduction == "mean":
+        g = g / x.size
+    gx = (sigmoid(x) - y) * g if ctx.parents[0] is not None else None
+    gy = -x * g if ctx.parents[1] is not None else None
+    return gx, gy
+
+
+BCE = defop("binary_cross_entropy_with_logits", _bce_fwd, _bce_rule, save=(0, 1), kind="reduce",
+            torch=lambda th, x, y, reduction: th.nn.functional.binary_cross_entropy_with_logits(x, y, reduction=reduction),
+            samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.random((3, 4)), reduction="mean"),
+                                 Sample(rng.standard_normal(5), rng.random(5), reduction="none")])
+
+
+def nll_loss_op(logp, target, reduction):
+    return apply(NLL, logp, target, reduction=reduction)
+
+
+def bce_op(x, y, reduction):
+    return apply(BCE, x, y, reduction=reduction)
+
+
+def _cast(name, dtype):
+    @composite(name, method=name, export=False, kind="cast")
+    def cast(x):
+        return x.astype(dtype)
+
+    cast.__name__ = name
+    cast.__doc__ = f"Cast to {np.dtype(dtype).name} (``astype``)."
+    return cast
+
+
+float_ = _cast("float", np.float32)
+double = _cast("double", np.float64)
+long = _cast("long", np.int64)
+

@@ -1,0 +1,63 @@
+"""The tape as users see it: ``mg.autograd.tape(t)``, a list of Nodes that prints as a table."""
+from __future__ import annotations
+
+from .engine import _collect as collect
+
+__all__ = ["Tape", "tape", "fmt_bytes"]
+
+
+class Tape(list):
+    """The Nodes that produced a tensor, in the order they ran; prints as a table:
+    index, op, input shapes -> output shape, dtype, bytes saved for backward ("freed"
+    once a backward released them), and the op's attributes (axis, keepdims...)."""
+
+    def __str__(self):
+        rows = [("#", "op", "inputs -> output", "dtype", "saved", "attrs")]
+        total = 0
+        for i, n in enumerate(self):
+            ins = ", ".join("const" if m is None else str(tuple(m[0])) for m in n.meta)
+            total += n.saved_bytes
+            saved = "freed" if n.freed else fmt_bytes(n.saved_bytes)
+            rows.append((str(i), n.op, f"{ins} -> {tuple(n.out_meta[0])}", str(n.out_meta[1]), saved,
+                         _fmt_info(n.info)))
+        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+        lines = []
+        for j, r in enumerate(rows):
+            lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+            if j == 0:
+                lines.append("  ".join("-" * w for w in widths).rstrip())
+        lines.append(f"{len(self)} ops, {fmt_bytes(total)} saved for backward")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def _fmt_info(info) -> str:
+    """An op's display attributes as 'axis=(1,) keepdims=False'."""
+    if not info:
+        return ""
+    return " ".join(f"{k}={v}" for k, v in info.items())
+
+
+def fmt_bytes(b: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if b < 1024 or unit == "GiB":
+            return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
+        b /= 1024
+    return str(b)
+
+
+def tape(t) -> Tape:
+    """The recorded operations that produced ``t``, in the order they ran.
+
+    Each entry is a Node with ``.op``, ``.inputs`` ((shape, dtype) per input, None
+    for constants), ``.output_shape``, ``.output_dtype``; ``print()`` gives a table.
+
+    >>> print(mg.autograd.tape((x * 2).sum()))
+    """
+    if not hasattr(t, "_node") and hasattr(t, "_values"):  # a sparse tensor: its history is its values'
+        t = t._values
+    node = t._node if hasattr(t, "_node") else t
+    if node is None:
+        return Tape()
+    return Tape(reversed(collect([node])))
