@@ -1,5 +1,6 @@
 """save / load: .npz of named arrays, nested containers by dotted names, never pickle."""
 import io
+import json
 import zipfile
 
 import numpy as np
@@ -249,3 +250,157 @@ def test_io_names_reachable_from_a_fresh_import():
     code = "import minigrad as mg; assert mg.io.UnsafeFileError is mg.UnsafeFileError; print('ok')"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# -- damaged and foreign files: a ValueError that names the file and what is wrong --------------
+
+
+def _npy(a):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.asarray(a), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _npy_claiming(shape, descr="<f8", data=b""):
+    """An .npy whose header says ``shape`` of ``descr``, followed by ``data`` whatever its size."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue() + data
+
+
+def _zip(path, members):
+    """A well-formed zip of raw ``members`` (name -> bytes): only what is inside them is wrong."""
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def _with_index(path, tree):
+    """A minigrad file whose JSON index holds ``tree`` (dumped as is) beside one array 'w'."""
+    meta = json.dumps({"format": "minigrad.save", "version": 1, "tree": tree})
+    return _zip(path, {"w.npy": _npy(np.ones(3, np.float32)), "__minigrad__.npy": _npy(np.array(meta))})
+
+
+def test_load_text_or_random_bytes_is_not_called_a_pickle(tmp_path):
+    # numpy.load calls anything that is neither zip nor .npy "pickled data"; minigrad says what it is
+    for name, data in [
+        ("notes.npz", b"epoch 3, loss 0.25\n"),
+        ("noise.npz", np.random.default_rng(0).bytes(300)),
+        ("empty.npz", b""),
+    ]:
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(mg.io.CorruptFileError, match=r"^load: .*(not an \.npz or \.npy file|is empty)") as e:
+            mg.load(p)
+        assert str(p) in str(e.value) and "pickle" not in str(e.value)
+        assert isinstance(e.value, ValueError) and isinstance(e.value, mg.MinigradError)
+
+
+def test_load_truncated_npz_is_a_value_error(tmp_path):
+    src = tmp_path / "ck.npz"
+    mg.save({"model": mlp().state_dict(), "epoch": 3}, src)
+    data = src.read_bytes()
+    p = tmp_path / "cut.npz"
+    for n in (4, 40, len(data) // 2, len(data) - 30, len(data) - 1):
+        p.write_bytes(data[:n])
+        with pytest.raises(mg.io.CorruptFileError, match="truncated") as e:  # not zipfile.BadZipFile
+            mg.load(p)
+        assert str(e.value).startswith(f"load: {p}")
+    # the zip directory intact but an entry's bytes cut short (a zip that was patched in place)
+    with zipfile.ZipFile(src) as z:
+        entry = z.read("model.0.weight.npy")
+    _zip(p, {"model.0.weight.npy": entry[:-8]})
+    with pytest.raises(mg.io.CorruptFileError, match=r"'model.0.weight' declares shape \(8, 4\) of float32"):
+        mg.load(p)
+
+
+@pytest.mark.parametrize(
+    "tree, problem",
+    [
+        ({"t": "dict", "items": [["a", {"t": "py", "v": 1}, "extra"]]}, "expected a \\[key, node\\] pair"),
+        ({"t": "float", "v": "abc"}, "'float' node holds 'abc'"),
+        ({"t": "float", "v": None}, "'float' node holds None"),
+        ({"t": "dict", "items": {"a": 1}}, "'items' is \\{'a': 1\\}"),
+        ({"t": "dict", "items": [[["k"], {"t": "py", "v": 1}]]}, "dict key is \\['k'\\]"),
+        ({"t": "list", "items": 3}, "'items' is 3"),
+        ({"t": "list", "items": [7]}, "a node is int 7"),
+        ({"t": "py", "v": {"t": "tensor"}}, "'py' node holds"),
+        ({"t": "tensor", "k": ["w"]}, "names its array by \\['w'\\]"),
+        ({"t": "tensor"}, "names its array by None"),
+        ({"t": 5}, "unknown entry kind 5"),
+        ([1, 2], "a node is list"),
+    ],
+)
+def test_load_damaged_index_names_what_is_wrong(tmp_path, tree, problem):
+    p = _with_index(tmp_path / "ix.npz", tree)
+    with pytest.raises(mg.io.CorruptFileError, match=f"^load: .*ix.npz has a malformed '__minigrad__' index: .*{problem}"):
+        mg.load(p)
+
+
+def test_load_index_pointing_at_the_wrong_kind_of_entry(tmp_path):
+    p = tmp_path / "ix.npz"
+    meta = json.dumps({"format": "minigrad.save", "version": 1, "tree": {"t": "tensor", "k": "s"}})
+    _zip(p, {"s.npy": _npy(np.array(["a", "b"])), "__minigrad__.npy": _npy(np.array(meta))})
+    with pytest.raises(mg.io.CorruptFileError, match="entry 's' is a <U1 array, which cannot be a Tensor"):
+        mg.load(p)
+    meta = json.dumps({"format": "minigrad.save", "version": 1, "tree": {"t": "npscalar", "k": "w"}})
+    _zip(p, {"w.npy": _npy(np.ones(3)), "__minigrad__.npy": _npy(np.array(meta))})
+    with pytest.raises(mg.io.CorruptFileError, match=r"entry 'w' has shape \(3,\), expected a scalar"):
+        mg.load(p)
+    _zip(p, {"w.npy": _npy(np.ones(3)), "__minigrad__.npy": _npy(np.arange(3))})
+    with pytest.raises(mg.io.CorruptFileError, match="unreadable '__minigrad__' entry: a int64 array of shape"):
+        mg.load(p)
+
+
+@pytest.mark.parametrize(
+    "shape, descr",
+    [((10**12,), "<f8"), ((2**40, 2**40), "<f4"), ((2**62, 4), "|u1"), ((-1,), "<f8"), ((4,), "<f8")],
+)
+def test_load_checks_declared_shapes_before_allocating(tmp_path, shape, descr):
+    import tracemalloc
+
+    p = _zip(tmp_path / "big.npz", {"w.npy": _npy_claiming(shape, descr, data=bytes(24))})
+    tracemalloc.start()
+    try:
+        with pytest.raises(mg.io.CorruptFileError, match=r"'w' declares shape .* but holds 24 bytes") as e:
+            mg.load(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(p) in str(e.value)
+    assert peak < 1 << 20, f"load allocated {peak} bytes for a file that holds 24"
+    # the same lie in a bare .npy file
+    q = tmp_path / "big.npy"
+    q.write_bytes(_npy_claiming(shape, descr, data=bytes(24)))
+    with pytest.raises(mg.io.CorruptFileError, match=r"declares shape .* but holds 24 bytes"):
+        mg.load(q)
+
+
+def test_load_object_array_is_unsafe_even_when_its_sizes_lie(tmp_path):
+    # pickle is refused on the header alone: the object dtype wins over any size check
+    p = _zip(tmp_path / "o.npz", {"w.npy": _npy_claiming((10**12,), "|O", data=b"\x80\x04N.")})
+    with pytest.raises(mg.io.UnsafeFileError, match="'w' is an object array"):
+        mg.load(p)
+
+
+def test_load_zip_entry_that_is_not_an_npy(tmp_path):
+    p = _zip(tmp_path / "z.npz", {"w.npy": b"just text, no .npy header"})
+    with pytest.raises(mg.io.CorruptFileError, match=r"entry 'w' has a damaged \.npy header"):
+        mg.load(p)
+
+
+def test_load_still_reads_what_numpy_writes(tmp_path):
+    # compressed archives, Fortran order, version-3 headers, several arrays in one stream
+    np.savez_compressed(tmp_path / "c.npz", a=np.zeros((50, 40)), b=np.arange(5, dtype=np.int16))
+    back = mg.load(tmp_path / "c.npz")
+    assert back["a"].shape == (50, 40) and back["b"].dtype == np.int16
+    f = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    np.save(tmp_path / "f.npy", f)
+    np.testing.assert_array_equal(mg.load(tmp_path / "f.npy"), f)
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.zeros(2, dtype=[("é", "<f4")]), version=(3, 0))
+    np.save(buf, np.arange(3))
+    buf.seek(0)
+    assert mg.load(buf).dtype.names == ("é",)
+    np.testing.assert_array_equal(mg.load(buf), [0, 1, 2])  # the next array in the stream
