@@ -270,6 +270,12 @@ def _read_npz(f, end, where):
         ) from None
     arrays = {}
     with zf:
+        listed = _listed_entries(f)
+        if listed is not None and listed != len(zf.infolist()):
+            raise CorruptFileError(
+                f"load: {where} has a damaged zip directory: it lists {listed} entries but {len(zf.infolist())} "
+                "could be read"
+            )
         for info in zf.infolist():
             name = info.filename
             key = name[:-4] if name.endswith(".npy") else name  # numpy's keys
@@ -294,6 +300,17 @@ def _read_npz(f, end, where):
             except _DAMAGE as e:
                 raise CorruptFileError(f"load: {where} has a damaged entry {key!r} ({_why(e)})") from None
     return arrays
+
+
+def _listed_entries(f):
+    """How many entries the zip's end record says it has, or None. zipfile walks the directory by
+    its byte size only, so one damaged length there silently drops the entries after it."""
+    end_record = getattr(zipfile, "_EndRecData", None)  # private, in every CPython 3
+    try:
+        record = end_record(f) if end_record else None
+    except (OSError, ValueError, struct.error):
+        return None  # zipfile itself has read this record: what it took is what is there
+    return record[getattr(zipfile, "_ECD_ENTRIES_TOTAL", 4)] if record else None
 
 
 def _read_npy_header(fh, what):
