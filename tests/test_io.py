@@ -423,3 +423,129 @@ def test_load_still_reads_what_numpy_writes(tmp_path):
     assert mg.load(buf).dtype.names == ("é",)
     np.testing.assert_array_equal(mg.load(buf), [0, 1, 2])  # the next array in the stream
 
+
+def _corruptions(data, rng, count):
+    """(kind, bytes) pairs: ``data`` (a minigrad .npz) damaged in ``count`` seeded random ways."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        members = {name: z.read(name) for name in z.namelist()}
+    meta = json.loads(str(np.load(io.BytesIO(members["__minigrad__.npy"]), allow_pickle=False)))
+    junk = [None, True, 0, -1, 2.5, 10**30, "", "abc", "nan", [], {}, [1, 2, 3], ["k", {"t": "py"}, 0],
+            {"t": "py"}, {"t": "tensor", "k": "nope"}, {"t": "float", "v": "abc"}, {"t": "pickle"}]  # fmt: skip
+
+    def rezip(changed):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for name, b in {**members, **changed}.items():
+                z.writestr(name, b)
+        return buf.getvalue()
+
+    def some_junk():
+        return json.loads(json.dumps(junk[rng.integers(len(junk))]))  # a fresh copy: no shared lists
+
+    def mutate_tree(tree):
+        nodes, stack = [], [tree]  # every object and list in the index, to damage one of them
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (dict, list)):
+                nodes.append(n)
+                stack.extend(n.values() if isinstance(n, dict) else n)
+        n = nodes[rng.integers(len(nodes))]
+        keys = list(n) if isinstance(n, dict) else list(range(len(n)))
+        choice = rng.integers(3) if keys else 2
+        if choice == 0:
+            del n[keys[rng.integers(len(keys))]]
+        elif choice == 1:
+            n[keys[rng.integers(len(keys))]] = some_junk()
+        elif isinstance(n, dict):
+            n[str(rng.integers(3))] = some_junk()
+        else:
+            n.append(some_junk())
+
+    for i in range(count):
+        kind = ("truncate", "flip", "splice", "index", "header")[i % 5]
+        if kind == "truncate":
+            out = data[: rng.integers(len(data))]
+        elif kind == "flip":
+            b = bytearray(data)
+            for pos in rng.integers(len(b), size=rng.integers(1, 9)):
+                b[pos] ^= int(rng.integers(1, 256))
+            out = bytes(b)
+        elif kind == "splice":
+            pos = rng.integers(len(data))
+            out = data[:pos] + rng.bytes(rng.integers(0, 9)) + data[pos + rng.integers(0, 9) :]
+        elif kind == "index":
+            m = json.loads(json.dumps(meta))
+            for _ in range(rng.integers(1, 4)):
+                mutate_tree(m)
+            text = json.dumps(m) if rng.random() < 0.9 else json.dumps(m)[: rng.integers(60)]
+            out = rezip({"__minigrad__.npy": _npy(np.array(text))})
+        else:  # a header that lies about the entry's size, keeping the entry's bytes
+            name = sorted(members)[rng.integers(len(members))]
+            shape = [(10**12,), (2**62, 4), (2**40, 2**40), (-3,), (0,), (5,), (), (1, 10**9)][rng.integers(8)]
+            descr = ["<f8", "<f4", "|u1", "<i8", "<U10", "|V0", "|O", ">f8"][rng.integers(8)]
+            out = rezip({name: _npy_claiming(shape, descr, data=members[name][rng.integers(20, 200) :])})
+        yield kind, out
+
+
+def _same(a, b):
+    """Equal nested results of load: same types, keys, order, dtypes, shapes and values (NaN too)."""
+    stack = [(a, b)]
+    while stack:
+        a, b = stack.pop()
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            if list(a) != list(b):
+                return False
+            stack.extend((a[k], b[k]) for k in a)
+        elif isinstance(a, (list, tuple)):
+            if len(a) != len(b):
+                return False
+            stack.extend(zip(a, b, strict=True))
+        elif isinstance(a, (mg.Tensor, np.ndarray, np.generic)):
+            a, b = to_np(a), to_np(b)
+            if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
+                return False
+        elif not (a == b or (a != a and b != b)):
+            return False
+    return True
+
+
+def test_load_fuzz_damaged_files_fail_cleanly(tmp_path):
+    # every damaged file either loads or raises a ValueError (UnsafeFileError included) that says
+    # "load:" and names the file: never BadZipFile, KeyError, MemoryError...
+    obj = {
+        "model": mlp().state_dict(),
+        "step": np.int64(7),
+        "ids": np.arange(6, dtype=np.int32).reshape(2, 3),
+        "meta": {"name": "mlp", "lr": 0.1, "nan": float("nan"), 3: [True, None, (1, 2.5)]},
+    }
+    src = tmp_path / "ck.npz"
+    mg.save(obj, src)
+    data = src.read_bytes()
+    want = mg.load(src)
+    p = tmp_path / "fuzz.npz"
+    seen = {}
+    for i, (kind, bad) in enumerate(_corruptions(data, np.random.default_rng(1234), 1000)):
+        if i % 10 == 0:  # some through a real file (opening one costs ms); the rest from memory
+            p.write_bytes(bad)
+            f = p
+        else:
+            f = io.BytesIO(bad)
+            f.name = str(p)  # load names a file object by its .name
+        try:
+            back = mg.load(f)
+            seen[kind, "loaded"] = seen.get((kind, "loaded"), 0) + 1
+            if kind in ("truncate", "flip", "splice"):  # damage the zip's CRCs don't catch must be harmless
+                assert _same(back, want), f"case {i} ({kind}): loaded, with different contents"
+        except ValueError as e:
+            msg = str(e)
+            assert msg.startswith("load: ") and str(p) in msg, f"case {i} ({kind}): unclear message {msg!r}"
+            seen[kind, type(e).__name__] = seen.get((kind, type(e).__name__), 0) + 1
+        except Exception as e:  # noqa: BLE001 - the point: nothing but ValueError escapes
+            pytest.fail(f"case {i} ({kind}): {type(e).__name__}: {e}")
+    # the corruptions really reach each check (not all swallowed by one early failure)
+    assert seen.get(("header", "UnsafeFileError"), 0) > 0
+    assert seen.get(("header", "CorruptFileError"), 0) > 0
+    assert seen.get(("index", "CorruptFileError"), 0) > 0
+    assert seen.get(("truncate", "CorruptFileError"), 0) > 0
