@@ -19,6 +19,7 @@ import numbers
 import os
 import pickletools
 import struct
+import tokenize
 import zipfile
 import zlib
 
@@ -203,6 +204,7 @@ try:  # version 3.0 headers (utf-8 field names) have no public reader
     from numpy.lib._format_impl import _read_array_header as _read_array_header_3_0
 except ImportError:  # numpy 1.x
     _read_array_header_3_0 = getattr(np.lib.format, "_read_array_header", None)
+_MAXDIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32  # NPY_MAXDIMS
 _CHUNK = 1 << 20  # array data is read in pieces this big, so memory follows the bytes really there
 _PICKLE_PROBE = 1 << 20  # how much of an unrecognised file is parsed (never run) to tell a pickle
 # what zipfile / zlib / numpy's header parser raise on damaged input
@@ -325,7 +327,9 @@ def _read_npy_header(fh, what):
         if version == (3, 0) and _read_array_header_3_0 is not None:
             return _read_array_header_3_0(fh, version)
         raise ValueError(f"unsupported .npy format version {version}")
-    except (ValueError, EOFError, RecursionError, OverflowError) as e:
+    except (ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError, RecursionError, OverflowError) as e:
+        # numpy re-parses a header that fails as Python 2 text, with tokenize; sorting the keys of
+        # a header with str and bytes keys, for its own message, raises TypeError
         raise CorruptFileError(f"load: {what} has a damaged .npy header ({_why(e)})") from None
 
 
@@ -349,12 +353,12 @@ def _read_npy(fh, size, where, entry, exact=True):
             f"load: {what} declares shape {shape} of {dtype} ({nbytes} bytes of data) but holds {held} bytes; "
             "the file is truncated or damaged"
         )
+    if len(shape) > _MAXDIMS:
+        raise CorruptFileError(f"load: {what} declares {len(shape)} dimensions; numpy arrays have at most {_MAXDIMS}")
     if dtype.itemsize == 0:
-        a = np.empty(shape, dtype)  # no bytes to read or allocate
-    else:
-        a = np.frombuffer(_read_exactly(fh, nbytes, where, entry, exact), dtype=dtype, count=count)
-        a = a.reshape(shape[::-1]).transpose() if fortran_order else a.reshape(shape)
-    return a
+        return np.empty(shape, dtype)  # no bytes to read or allocate
+    a = np.frombuffer(_read_exactly(fh, nbytes, where, entry, exact), dtype=dtype, count=count)
+    return a.reshape(shape[::-1]).transpose() if fortran_order else a.reshape(shape)
 
 
 def _read_exactly(fh, nbytes, where, entry, exact=True):

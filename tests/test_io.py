@@ -378,11 +378,43 @@ def test_load_checks_declared_shapes_before_allocating(tmp_path, shape, descr):
         mg.load(q)
 
 
+def test_load_refuses_more_dimensions_than_numpy_has(tmp_path):
+    # the sizes add up (65 axes of 1 hold one float64) but no array can have that shape
+    p = _zip(tmp_path / "d.npz", {"w.npy": _npy_claiming((1,) * 65, data=bytes(8))})
+    q = tmp_path / "d.npy"
+    q.write_bytes(_npy_claiming((1,) * 65, data=bytes(8)))
+    for f in (p, q):
+        with pytest.raises(mg.io.CorruptFileError, match="declares 65 dimensions; numpy arrays have at most"):
+            mg.load(f)
+
+
 def test_load_object_array_is_unsafe_even_when_its_sizes_lie(tmp_path):
     # pickle is refused on the header alone: the object dtype wins over any size check
     p = _zip(tmp_path / "o.npz", {"w.npy": _npy_claiming((10**12,), "|O", data=b"\x80\x04N.")})
     with pytest.raises(mg.io.UnsafeFileError, match="'w' is an object array"):
         mg.load(p)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"{'descr': '<f8', 'fortran_order': False, 'shape': (3, }",  # numpy's retry raises TokenError
+        b"{'descr': '<f8',b'fortran_order': False, 'shape': (3,), }",  # numpy's own message: TypeError
+        b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), 'extra': 1}",
+        b"{'descr': 'not a dtype', 'fortran_order': False, 'shape': (3,), }",
+        b"[1, 2, 3]",
+    ],
+)
+def test_load_damaged_npy_header(tmp_path, header):
+    # found by fuzzing .npy headers: numpy's header parser lets more than ValueError out
+    npy = b"\x93NUMPY\x01\x00" + len(header + b"\n").to_bytes(2, "little") + header + b"\n" + bytes(24)
+    p = _zip(tmp_path / "h.npz", {"w.npy": npy})
+    q = tmp_path / "h.npy"
+    q.write_bytes(npy)
+    with pytest.raises(mg.io.CorruptFileError, match=r"h.npz entry 'w' has a damaged \.npy header"):
+        mg.load(p)
+    with pytest.raises(mg.io.CorruptFileError, match=r"h.npy has a damaged \.npy header"):
+        mg.load(q)
 
 
 def test_load_damaged_zip_directory_does_not_drop_entries(tmp_path):
@@ -462,7 +494,7 @@ def _corruptions(data, rng, count):
             n.append(some_junk())
 
     for i in range(count):
-        kind = ("truncate", "flip", "splice", "index", "header")[i % 5]
+        kind = ("truncate", "flip", "splice", "index", "header", "header text")[i % 6]
         if kind == "truncate":
             out = data[: rng.integers(len(data))]
         elif kind == "flip":
@@ -479,9 +511,15 @@ def _corruptions(data, rng, count):
                 mutate_tree(m)
             text = json.dumps(m) if rng.random() < 0.9 else json.dumps(m)[: rng.integers(60)]
             out = rezip({"__minigrad__.npy": _npy(np.array(text))})
+        elif kind == "header text":  # bytes of an .npy header changed, the zip's CRC made to match
+            name = sorted(members)[rng.integers(len(members))]
+            b = bytearray(members[name])
+            for pos in rng.integers(6, b.index(b"\n") + 1, size=rng.integers(1, 4)):
+                b[pos] = int(rng.integers(256)) if rng.random() < 0.5 else rng.choice(list(b"()[]{}',:<>|0123 \n"))
+            out = rezip({name: bytes(b)})
         else:  # a header that lies about the entry's size, keeping the entry's bytes
             name = sorted(members)[rng.integers(len(members))]
-            shape = [(10**12,), (2**62, 4), (2**40, 2**40), (-3,), (0,), (5,), (), (1, 10**9)][rng.integers(8)]
+            shape = [(10**12,), (2**62, 4), (2**40, 2**40), (-3,), (0,), (5,), (), (1,) * 70][rng.integers(8)]
             descr = ["<f8", "<f4", "|u1", "<i8", "<U10", "|V0", "|O", ">f8"][rng.integers(8)]
             out = rezip({name: _npy_claiming(shape, descr, data=members[name][rng.integers(20, 200) :])})
         yield kind, out
@@ -549,3 +587,4 @@ def test_load_fuzz_damaged_files_fail_cleanly(tmp_path):
     assert seen.get(("header", "CorruptFileError"), 0) > 0
     assert seen.get(("index", "CorruptFileError"), 0) > 0
     assert seen.get(("truncate", "CorruptFileError"), 0) > 0
+    assert seen.get(("header text", "CorruptFileError"), 0) > 0
