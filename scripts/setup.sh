@@ -6,7 +6,8 @@
 #     bash scripts/setup.sh dev          # what the tests need, and torch (the test command)
 #     bash scripts/setup.sh --check dev  # exit 0 if .venv is up to date for [dev], 1 if not
 #
-# Nothing is installed outside the clone: no global or --user packages, no pip cache. The one
+# Nothing is installed outside the clone: no global or --user packages, no pip cache, and
+# matplotlib's cache goes to .venv/matplotlib (MPLCONFIGDIR, set for the venv's python). The one
 # exception is Graphviz's `dot`, which scripts/install-system-deps.sh installs with apt-get
 # (or brew) where it is missing. A second run is quick: a stamp in .venv/ records a hash of
 # pyproject.toml, this script and the extra, and nothing is reinstalled while it matches.
@@ -74,6 +75,13 @@ if ! venv_ok; then
     exit 1
   fi
 fi
+
+# matplotlib (the examples, the tests) keeps its font cache and config in .venv/, not in
+# ~/.cache/matplotlib and ~/.config/matplotlib: a .pth line sets MPLCONFIGDIR, where unset, for
+# the venv's python only.
+site=$("$PY" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+echo "import os, sys; os.environ.setdefault('MPLCONFIGDIR', os.path.join(sys.prefix, 'matplotlib'))" \
+  >"$site/minigrad-venv-local.pth"
 
 # Everything pip does stays in .venv: no cache in ~/.cache/pip, no self-check file.
 export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_REQUIRE_VIRTUALENV=1

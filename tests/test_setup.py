@@ -121,3 +121,13 @@ def test_install_system_deps_says_what_and_why_before_installing(tmp_path):
     assert len(lines) == 1 and "Graphviz" in lines[0] and "dot" in lines[0], r.stdout
     calls = log.read_text().splitlines()
     assert calls[0] == "CALLED apt-get update -qq" and "install -y -qq graphviz" in calls[1]
+
+
+def test_matplotlib_cache_stays_in_the_venv():
+    """setup.sh's .pth line points MPLCONFIGDIR into .venv/ (where the user has not set it)."""
+    if not in_project_venv():
+        pytest.skip("not running in the project's .venv (made by scripts/setup.sh)")
+    env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"}
+    r = subprocess.run([sys.executable, "-c", "import os; print(os.environ['MPLCONFIGDIR'])"], env=env,
+                       capture_output=True, text=True, check=True)
+    assert Path(r.stdout.strip()).resolve() == (ROOT / ".venv" / "matplotlib").resolve()
