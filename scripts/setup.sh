@@ -59,7 +59,7 @@ bash scripts/install-system-deps.sh
 if up_to_date; then
   say ".venv is up to date for [$extra]; nothing to install"
   if grep -q '^torch skipped' "$STAMP" && ! "$PY" -c "import importlib.util as u, sys; sys.exit(u.find_spec('torch') is None)"; then
-    say "(the torch comparisons are skipped: torch's CPU build could not be installed; see above how to add it)"
+    say "(torch is not installed, so the torch comparisons are skipped: see $VENV/.torch-cpu-attempt.log)"
   fi
   exit 0
 fi
@@ -109,9 +109,11 @@ else
     fi
     constraint="$VENV/.torch-cpu-constraint.txt"
     echo "torch==${torch_pin}+cpu" >"$constraint"
-    if pip install -q -e ".[dev,torch]" -c "$constraint" "${index_args[@]}"; then
-      :
+    attempt_log="$VENV/.torch-cpu-attempt.log"  # pip's own account, kept out of the way
+    if pip install -q -e ".[dev,torch]" -c "$constraint" "${index_args[@]}" >"$attempt_log" 2>&1; then
+      cat "$attempt_log"
     elif [ -n "${CI:-}" ]; then
+      cat "$attempt_log" >&2
       say "CI: no CPU build of torch==$torch_pin; installing the default wheel, as CI must run the torch comparisons"
       pip install -q -e ".[dev,torch]"
     else
@@ -119,8 +121,8 @@ else
       torch_note="torch skipped"
       echo "setup: warning: no CPU build of torch==$torch_pin could be installed (no NVIDIA GPU here, and PyPI's" >&2
       echo "setup: warning: default wheel pulls gigabytes of CUDA libraries), so the tests that compare with torch" >&2
-      echo "setup: warning: will be skipped. To add torch: $PY -m pip install -e '.[torch]'" >&2
-      echo "setup: warning: (with --index-url https://download.pytorch.org/whl/cpu for the CPU build), then rerun." >&2
+      echo "setup: warning: will be skipped (pip's account: $attempt_log). To add torch's CPU build:" >&2
+      echo "setup: warning:   $PY -m pip install torch==$torch_pin --index-url https://download.pytorch.org/whl/cpu" >&2
     fi
   fi
 fi
