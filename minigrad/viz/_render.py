@@ -29,7 +29,8 @@ def _source(name, gattr, nattr, eattr, body) -> str:
 
 
 def dot_source(t, rankdir: str = "TB", show_tensors: bool = True, collapse_modules: bool = False,
-               max_nodes: int | None = 500, params=None, title: str | None = None) -> str:
+               max_nodes: int | None = 500, params=None, title: str | None = None, highlight=None,
+               color_by: str | None = None) -> str:
     """The DOT text of the graph that produced ``t`` (no Graphviz needed).
 
     Args:
@@ -46,6 +47,13 @@ def dot_source(t, rankdir: str = "TB", show_tensors: bool = True, collapse_modul
         params: names for parameters: a Module, ``dict(model.named_parameters())``,
             or any mapping / iterable of (name, Tensor).
         title: a caption on top of the picture.
+        highlight: an op of the graph (a node of ``mg.autograd.tape(t)``, or the
+            ``err.node`` of an ``AnomalyError``), a tensor of it (its op; a leaf: the
+            leaf itself), or a list of them: drawn in red with every op and tensor on
+            the way to the output.
+        color_by: "grad": after ``backward()``, fill the tensor nodes that hold a
+            gradient (leaves, retained non-leaves) by its norm on a log scale, pale to
+            dark, with a legend; zero gradients white and dashed, nan/inf black.
 
     Returns:
         the DOT text (``graph(t).source`` is the same text).
@@ -55,11 +63,13 @@ def dot_source(t, rankdir: str = "TB", show_tensors: bool = True, collapse_modul
     True
     """
     return _source(*build(t, rankdir=rankdir, show_tensors=show_tensors, collapse_modules=collapse_modules,
-                          max_nodes=max_nodes, params=params, title=title))
+                          max_nodes=max_nodes, params=params, title=title, highlight=highlight,
+                          color_by=color_by))
 
 
 def graph(t, rankdir: str = "TB", show_tensors: bool = True, collapse_modules: bool = False,
-          max_nodes: int | None = 500, params=None, title: str | None = None):
+          max_nodes: int | None = 500, params=None, title: str | None = None, highlight=None,
+          color_by: str | None = None):
     """A ``graphviz.Digraph`` of the graph that produced ``t`` (see ``dot_source`` for the arguments).
 
     Needs the ``graphviz`` Python package (``pip install graphviz``, or minigrad's
@@ -69,6 +79,8 @@ def graph(t, rankdir: str = "TB", show_tensors: bool = True, collapse_modules: b
 
     >>> g = mg.viz.graph(loss, params=dict(model.named_parameters()))
     >>> g.render("loss", format="svg")      # or just `g` as a Jupyter cell's value
+    >>> mg.viz.graph(loss, highlight=mg.autograd.tape(loss)[3])   # op 3 and its path, in red
+    >>> mg.viz.graph(loss, color_by="grad")                       # after loss.backward()
     """
     try:
         import graphviz
@@ -79,7 +91,7 @@ def graph(t, rankdir: str = "TB", show_tensors: bool = True, collapse_modules: b
         ) from None
     name, gattr, nattr, eattr, body = build(
         t, rankdir=rankdir, show_tensors=show_tensors, collapse_modules=collapse_modules, max_nodes=max_nodes,
-        params=params, title=title)
+        params=params, title=title, highlight=highlight, color_by=color_by)
     d = _digraph_class(graphviz)(name=name, graph_attr=gattr, node_attr=nattr, edge_attr=eattr)
     d.body.extend(body)
     return d
@@ -137,7 +149,8 @@ def save(t, path, format: str | None = None, **kwargs) -> Path:
         path: where to write: ``.svg``, ``.png``, ``.pdf`` (rendered with Graphviz's
             ``dot``), or ``.dot`` / ``.gv`` (the DOT text, no Graphviz needed).
         format: overrides the extension.
-        **kwargs: the options of ``dot_source`` (rankdir, show_tensors, params, ...).
+        **kwargs: the options of ``dot_source`` (rankdir, show_tensors, params,
+            highlight, color_by, ...).
 
     Returns:
         the path written.

@@ -21,6 +21,24 @@ CLUSTER_STYLE = 'style="rounded,dashed" color="#a64d79" fontcolor="#a64d79"'
 # with edges to ops far apart in the picture makes `dot` route long edges (minutes for a few hundred)
 FANOUT = 8
 
+# highlight=: the chosen op and its path to the output
+HIGHLIGHT = {"color": '"#cc0000"', "penwidth": "2.5", "fontcolor": '"#cc0000"'}
+
+# color_by="grad": gradient norms on a log scale, pale to dark (ColorBrewer Purples)
+GRAD_PALETTE = ("#f2f0f7", "#dadaeb", "#bcbddc", "#9e9ac8", "#756bb1", "#54278f")
+GRAD_DARK = 4                # from this bin on the text is white
+ZERO_GRAD = {"style": '"filled,dashed"', "fillcolor": '"#ffffff"', "color": '"#000000"'}
+BAD_GRAD = {"fillcolor": '"#000000"', "fontcolor": '"#ffffff"'}   # nan or inf
+
+_ATTR = re.compile(r'([A-Za-z_]+)=("(?:[^"\\]|\\.)*"|\S+)')
+
+
+def restyle(attrs: str | None, changes: dict) -> str:
+    """``attrs`` (DOT ``k=v`` text) with the keys of ``changes`` replaced or added."""
+    items = dict(_ATTR.findall(attrs or ""))
+    items.update(changes)
+    return " ".join(f"{k}={v}" for k, v in items.items())
+
 
 def shp(s) -> str:
     s = tuple(s)
