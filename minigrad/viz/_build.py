@@ -218,12 +218,10 @@ class Builder:
             e[2] = e[2] or hot
 
     def _draw_edges(self) -> None:
-        ops = self.g.ops
-        for i, row in enumerate(self.g.ins):
+        for i, (row, n) in enumerate(zip(self.g.ins, self.g.ops, strict=True)):
             du = self.unit[i]
             if du not in self.kept:
                 continue
-            n = ops[i]
             for inp, s in row:
                 self._draw_input(n, du, inp, s)
             if self.show_tensors and du[0] == "o" and n.consts:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ._labels import module_of
-from ._read import Op, collect, root_of
+from ._read import collect, root_of
 
 
 class Graph:
@@ -19,14 +19,14 @@ class Graph:
 
     def __init__(self, roots):
         found = [(r, *root_of(r)) for r in roots]
-        self.ops = [Op(n) for n in collect([n for _, n, _ in found if n is not None])]
-        self.pos = pos = {id(o.node): i for i, o in enumerate(self.ops)}
+        self.ops = collect([n for _, n, _ in found if n is not None])
+        self.pos = pos = self.ops.position()
         self.roots = [(r, None if n is None else pos[id(n)], k) for r, n, k in found]
         self.ins, self.leaves = [], []
         self.consumers = [0] * len(self.ops)
         self._leaf_pos = {}
         for o in self.ops:
-            self.ins.append([(i, self._source(p, k, is_node)) for i, p, k, is_node in o.inputs])
+            self.ins.append([(i, self._source(p, k, is_node)) for i, p, k, is_node in o.inputs()])
         for r, p, _ in self.roots:
             if p is None and id(r) not in self._leaf_pos:
                 self._leaf_pos[id(r)] = len(self.leaves)
@@ -51,13 +51,14 @@ class Graph:
     def runs(self, blocked, keep=4) -> list[list[int]]:
         """Maximal linear chains (each op feeds only the next, which has no other op input),
         less ``keep // 2`` ops at each end, which stay visible."""
-        runs, cur = [], []
-        for i, row in enumerate(self.ins):
+        runs, cur, prev = [], [], None   # prev: the op before i (cur[-1] whenever cur is not empty)
+        for i, (row, op) in enumerate(zip(self.ins, self.ops, strict=True)):
             node_ins = [s for _, s in row if s[0] == "n"]
             linked = (
                 cur and not blocked[i] and len(node_ins) == 1 and node_ins[0][1] == cur[-1]
-                and node_ins[0][2] == 0 and self.consumers[cur[-1]] == 1 and self.ops[cur[-1]].n_out == 1
+                and node_ins[0][2] == 0 and self.consumers[cur[-1]] == 1 and prev.n_out == 1
             )
+            prev = op
             if linked:
                 cur.append(i)
                 continue

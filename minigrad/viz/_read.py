@@ -7,8 +7,8 @@ sees only what this module hands out, so this is the one file to re-point:
   other). Today from name sets; later from the op registry.
 * ``root_of(t)``: the Node (and output index) behind a tensor (``t._node``, ``t._oidx``;
   a sparse tensor's history is its values').
-* ``collect(nodes)``: the Nodes reachable from ``nodes`` in the order they ran
-  (``autograd._collect``, which never recurses).
+* ``collect(nodes)``: the ops reachable from ``nodes`` in the order they ran
+  (``autograd._collect``, which never recurses), as ``Ops``: ``Op`` views by position.
 * ``Op(node)``: one Node as viz reads it. Its fields are the whole surface read:
   ``node.op``, ``.parents``, ``.meta``, ``.out_meta``, ``.info``, ``.consts``,
   ``.n_out``, ``.seq``, and on demand ``.freed``, ``.saved_bytes``, ``.retain``.
@@ -71,42 +71,63 @@ def root_of(t) -> tuple:
     return node, getattr(t, "_oidx", 0)
 
 
-def collect(nodes) -> list:
-    """The Nodes reachable from ``nodes``, in the order they ran (no recursion)."""
-    return list(reversed(_ag._collect(nodes))) if nodes else []
+def collect(nodes) -> Ops:
+    """The ops reachable from ``nodes``, in the order they ran (no recursion)."""
+    return Ops(list(reversed(_ag._collect(nodes))) if nodes else [])
 
 
 fmt_bytes = _ag._fmt_bytes
 
 
 class Op:
-    """One recorded op as viz reads it: plain fields, read once (dropped with the drawing)."""
+    """One recorded op as viz reads it (a thin view: one small object per op, nothing copied)."""
 
-    __slots__ = ("node", "op", "meta", "out_meta", "info", "consts", "n_out", "seq", "inputs")
+    __slots__ = ("node",)
 
     def __init__(self, node):
-        self.node = node            # kept only to answer freed / saved_bytes / retained below
-        self.op = node.op           # the op name (str)
-        self.meta = node.meta       # per input: (shape, dtype), None for a constant
-        self.out_meta = node.out_meta
-        self.info = node.info       # display attributes (axis, keepdims, pattern...) or None
-        self.consts = node.consts   # ((input index, shape, dtype), ...) of inputs that need no grad
-        self.n_out = node.n_out
-        self.seq = node.seq
-        self.inputs = _inputs(node.parents)
+        self.node = node
 
-    @property
-    def freed(self) -> bool:
-        return bool(self.node.freed)
+    op = property(lambda self: self.node.op, doc="the op name (str)")
+    meta = property(lambda self: self.node.meta, doc="per input: (shape, dtype), None for a constant")
+    out_meta = property(lambda self: self.node.out_meta, doc="(shape, dtype) of the (first) output")
+    info = property(lambda self: self.node.info, doc="display attributes (axis, keepdims, pattern...) or None")
+    consts = property(lambda self: self.node.consts, doc="((input index, shape, dtype), ...) of no-grad inputs")
+    n_out = property(lambda self: self.node.n_out, doc="how many outputs")
+    seq = property(lambda self: self.node.seq, doc="creation order")
+    freed = property(lambda self: bool(self.node.freed), doc="saved arrays released after backward")
+    saved_bytes = property(lambda self: self.node.saved_bytes, doc="bytes saved for backward")
 
-    @property
-    def saved_bytes(self) -> int:
-        return self.node.saved_bytes
+    def inputs(self) -> list:
+        """Per recorded input: (input index, producer, output index, is_node); constants skipped."""
+        return _inputs(self.node.parents)
 
     def retained(self):
         """The output tensor when ``retain_grad()`` was called on it, else None."""
         r = self.node.retain
         return r() if r is not None else None
+
+
+class Ops:
+    """The ops of a graph by position, as ``Op`` views made on access (no long-lived object per op:
+    on a 100 000-op graph those would keep the garbage collector busy)."""
+
+    __slots__ = ("nodes",)
+
+    def __init__(self, nodes):
+        self.nodes = nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def __getitem__(self, i) -> Op:
+        return Op(self.nodes[i])
+
+    def __iter__(self):
+        return map(Op, self.nodes)
+
+    def position(self) -> dict:
+        """id(node) -> position, to find a node handed in by the user (highlight=)."""
+        return {id(n): i for i, n in enumerate(self.nodes)}
 
 
 def _inputs(parents) -> list:
