@@ -9,7 +9,8 @@ the token at position L-1-i, so its query (from the positional embedding) learns
 match that key, and the value carries the token across. Sorting needs the small MLP
 after the attention too: the head gathers the whole sequence, the MLP picks the i-th
 smallest. Prints token and whole-sequence accuracy on fresh sequences and saves the
-learned attention pattern (an anti-diagonal when reversing) to examples/out/attention.png.
+learned attention pattern (an anti-diagonal when reversing) to examples/out/attention.png
+(examples/out/attention_sort.png when sorting, so the two runs keep their own pictures).
 """
 from __future__ import annotations
 
@@ -155,7 +156,8 @@ def main(steps: int = 600, task: str = "reverse", length: int = 8, vocab: int = 
     tok_acc, seq_acc = evaluate(model, np.random.default_rng(seed + 1), length, vocab, task)
     x0 = batch(np.random.default_rng(seed + 2), 1, length, vocab, task)[0][0]
     title = "reversing a sequence" if task == "reverse" else "sorting a sequence"
-    fig = plot_attention(model, x0, out_dir / "attention.png", title) if plot else None
+    name = "attention.png" if task == "reverse" else f"attention_{task}.png"  # each task keeps its picture
+    fig = plot_attention(model, x0, out_dir / name, title) if plot else None
     print(f"trained {steps} steps in {dt:.1f}s")
     if fig:
         print(f"attention pattern: {fig}")

@@ -12,10 +12,16 @@ arrays is refused, so loading an untrusted file never runs code.
 """
 from __future__ import annotations
 
+import io
 import json
+import math
 import numbers
 import os
+import pickletools
+import struct
+import tokenize
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -23,7 +29,7 @@ from . import backend as _be
 from .errors import MinigradError
 from .tensor import Tensor
 
-__all__ = ["save", "load", "UnsafeFileError"]
+__all__ = ["save", "load", "UnsafeFileError", "CorruptFileError"]
 
 _META = "__minigrad__"
 _FORMAT = "minigrad.save"
@@ -32,6 +38,10 @@ _VERSION = 1
 
 class UnsafeFileError(MinigradError, ValueError):
     """The file holds Python objects (pickled data) that ``load`` refuses to read."""
+
+
+class CorruptFileError(MinigradError, ValueError):
+    """The file is not a readable ``.npz`` / ``.npy``: truncated, damaged, or something else."""
 
 
 def _host(a, where):
@@ -152,82 +162,292 @@ def load(path, device=None):
     """Read what ``save`` wrote: the same nesting, Tensors as Tensors (on ``device`` or the
     default device), arrays as NumPy arrays, scalars and strings as themselves.
 
-    A ``.npz`` written by something else comes back as a dict of its arrays by name.
-    Never unpickles: a file with object arrays raises ``UnsafeFileError``.
+    Args:
+        path: file name, path-like, or a seekable binary file object.
+        device: where Tensors go (default: the default device).
+
+    A ``.npz`` written by something else comes back as a dict of its arrays by name; a bare
+    ``.npy`` as its array. Never unpickles: a file with object arrays raises
+    ``UnsafeFileError``. A file that is truncated, damaged or not an ``.npz`` / ``.npy`` at all
+    raises ``CorruptFileError`` (a ``ValueError``) naming the file and what is wrong; every
+    array's declared shape is checked against the bytes the file holds before anything is
+    allocated.
 
     >>> model.load_state_dict(mg.load("model.npz"))
     """
-    try:
-        npz = np.load(path, allow_pickle=False)
-    except ValueError as e:
-        if "pickle" in str(e).lower():
-            raise UnsafeFileError(
-                f"load: {path!s} holds pickled Python objects; minigrad never unpickles (that could run "
-                "arbitrary code). Only files of plain numeric / string arrays can be loaded"
-            ) from None
-        raise
-    if not isinstance(npz, np.lib.npyio.NpzFile):
-        return npz  # a bare .npy file: its array
-    with npz:
-        try:
-            names = list(npz.files)
-            arrays = {}
-            for k in names:
-                arrays[k] = npz[k]
-        except ValueError as e:
-            if "pickle" in str(e).lower():
-                raise UnsafeFileError(
-                    f"load: {path!s} holds an object array (pickled Python objects) in entry {k!r}; "
-                    "minigrad never unpickles (that could run arbitrary code)"
-                ) from None
-            raise
+    where = _file_name(path)
+    if isinstance(path, (str, os.PathLike)):
+        with open(path, "rb") as f:
+            arrays = _read_file(f, where)
+    else:
+        arrays = _read_file(path, where)
+    if not isinstance(arrays, dict):
+        return arrays  # a bare .npy file: its array
     meta = arrays.pop(_META, None)
     if meta is None:
         return arrays
+    if not (isinstance(meta, np.ndarray) and meta.shape == () and meta.dtype.kind == "U"):
+        what = f"{meta.dtype} array of shape {meta.shape}" if isinstance(meta, np.ndarray) else "raw bytes"
+        raise CorruptFileError(f"load: {where} has an unreadable {_META!r} entry: a {what}, expected one string")
     try:
         info = json.loads(str(meta))
         tree = info["tree"]
         if info.get("format") != _FORMAT:
-            raise ValueError("not a minigrad file")
-    except (ValueError, KeyError, TypeError, RecursionError) as e:
-        raise ValueError(f"load: {path!s} has an unreadable {_META!r} entry ({e})") from None
+            raise ValueError(f"format is {info.get('format')!r}, expected {_FORMAT!r}")
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+        raise CorruptFileError(f"load: {where} has an unreadable {_META!r} entry ({type(e).__name__}: {e})") from None
+    return _build(tree, arrays, device, where)
+
+
+_NPY_MAGIC = np.lib.format.MAGIC_PREFIX
+try:  # version 3.0 headers (utf-8 field names) have no public reader
+    from numpy.lib._format_impl import _read_array_header as _read_array_header_3_0
+except ImportError:  # numpy 1.x
+    _read_array_header_3_0 = getattr(np.lib.format, "_read_array_header", None)
+_MAXDIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32  # NPY_MAXDIMS
+_CHUNK = 1 << 20  # array data is read in pieces this big, so memory follows the bytes really there
+_PICKLE_PROBE = 1 << 20  # how much of an unrecognised file is parsed (never run) to tell a pickle
+# what zipfile / zlib / numpy's header parser raise on damaged input
+_DAMAGE = (
+    zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, struct.error, zlib.error,
+    NotImplementedError, RuntimeError, OverflowError, KeyError, IndexError, RecursionError,
+)  # fmt: skip
+
+
+def _file_name(path):
+    if isinstance(path, (str, os.PathLike)):
+        return os.fspath(path)
+    name = getattr(path, "name", None)
+    return name if isinstance(name, str) else f"<{type(path).__name__}>"
+
+
+def _why(e):
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+
+
+def _read_file(f, where):
+    """The arrays of an .npz by entry name, or a bare .npy's array; dispatch on the first bytes."""
+    start = f.tell()
+    end = f.seek(0, os.SEEK_END)
+    f.seek(start)
+    magic = f.read(len(_NPY_MAGIC))
+    f.seek(start)
+    if magic.startswith((b"PK\x03\x04", b"PK\x05\x06")):  # what numpy.load takes for a zip
+        return _read_npz(f, end, where)
+    if magic == _NPY_MAGIC:
+        return _read_npy(f, end - start, where, None, exact=False)
+    if not magic:
+        raise CorruptFileError(f"load: {where} is empty; expected an .npz archive (as mg.save writes) or an .npy")
+    if _looks_pickled(f.read(_PICKLE_PROBE), end - start):
+        raise UnsafeFileError(
+            f"load: {where} holds pickled Python objects; minigrad never unpickles (that could run "
+            "arbitrary code). Only files of plain numeric / string arrays can be loaded"
+        )
+    raise CorruptFileError(
+        f"load: {where} is not an .npz or .npy file (it starts with {magic!r}); expected a zip archive "
+        "of .npy arrays, as mg.save and numpy.savez write"
+    )
+
+
+def _looks_pickled(head, size):
+    """Whether a file starting with ``head`` (``size`` bytes in all) is a pickle: its opcodes are
+    parsed with pickletools, nothing is imported or run."""
+    if size > len(head) and head[:1] == b"\x80" and 2 <= head[1] <= 5:
+        return True  # too big to parse here; a protocol 2-5 header
     try:
-        return _build(tree, arrays, device, path)
-    except (KeyError, TypeError, AttributeError) as e:
-        raise ValueError(f"load: {path!s} has a malformed {_META!r} index ({type(e).__name__}: {e})") from None
+        for _ in pickletools.genops(io.BytesIO(head)):  # stops at the STOP opcode
+            pass
+    except Exception:  # noqa: BLE001 - anything that is not a well-formed pickle
+        return False
+    return True
 
 
-def _build(tree, arrays, device, path):
-    """Rebuild the nested object from the JSON tree (iteratively)."""
+def _read_npz(f, end, where):
+    try:
+        zf = zipfile.ZipFile(f)
+    except _DAMAGE as e:
+        raise CorruptFileError(
+            f"load: {where} starts like an .npz (zip) archive but its zip directory is missing or damaged; "
+            f"the file is probably truncated ({_why(e)})"
+        ) from None
+    arrays = {}
+    with zf:
+        listed = _listed_entries(f)
+        if listed is not None and listed != len(zf.infolist()):
+            raise CorruptFileError(
+                f"load: {where} has a damaged zip directory: it lists {listed} entries but {len(zf.infolist())} "
+                "could be read"
+            )
+        for info in zf.infolist():
+            name = info.filename
+            key = name[:-4] if name.endswith(".npy") else name  # numpy's keys
+            problem = None
+            if info.header_offset + info.compress_size > end:
+                problem = (
+                    f"its {info.compress_size} bytes at offset {info.header_offset} run past the end of "
+                    f"the file ({end} bytes); the file is probably truncated"
+                )
+            elif info.compress_type == zipfile.ZIP_STORED and info.file_size != info.compress_size:
+                problem = f"stored uncompressed but sized {info.file_size} and {info.compress_size} bytes"
+            if problem:
+                raise CorruptFileError(f"load: {where} has a damaged entry {key!r}: {problem}")
+            try:
+                with zf.open(info) as fh:
+                    if name.endswith(".npy"):
+                        arrays[key] = _read_npy(fh, info.file_size, where, key)
+                    else:  # numpy.load gives such an entry as its bytes
+                        arrays[key] = bytes(_read_exactly(fh, info.file_size, where, key))
+            except MinigradError:
+                raise
+            except _DAMAGE as e:
+                raise CorruptFileError(f"load: {where} has a damaged entry {key!r} ({_why(e)})") from None
+    return arrays
+
+
+def _listed_entries(f):
+    """How many entries the zip's end record says it has, or None. zipfile walks the directory by
+    its byte size only, so one damaged length there silently drops the entries after it."""
+    end_record = getattr(zipfile, "_EndRecData", None)  # private, in every CPython 3
+    try:
+        record = end_record(f) if end_record else None
+    except (OSError, ValueError, struct.error):
+        return None  # zipfile itself has read this record: what it took is what is there
+    return record[getattr(zipfile, "_ECD_ENTRIES_TOTAL", 4)] if record else None
+
+
+def _read_npy_header(fh, what):
+    """(shape, fortran_order, dtype) from an .npy header, read with numpy's own parser."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(fh)
+        if version == (1, 0):
+            return fmt.read_array_header_1_0(fh)
+        if version == (2, 0):
+            return fmt.read_array_header_2_0(fh)
+        if version == (3, 0) and _read_array_header_3_0 is not None:
+            return _read_array_header_3_0(fh, version)
+        raise ValueError(f"unsupported .npy format version {version}")
+    except (ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError, RecursionError, OverflowError) as e:
+        # numpy re-parses a header that fails as Python 2 text, with tokenize; sorting the keys of
+        # a header with str and bytes keys, for its own message, raises TypeError
+        raise CorruptFileError(f"load: {what} has a damaged .npy header ({_why(e)})") from None
+
+
+def _read_npy(fh, size, where, entry, exact=True):
+    """One .npy array from ``fh``, which holds ``size`` bytes from here; the header's shape x itemsize
+    must account for exactly the bytes after the header (at most them, where not ``exact``: a bare
+    .npy stream may go on with more), checked before anything is allocated."""
+    what = where if entry is None else f"{where} entry {entry!r}"
+    start = fh.tell()
+    shape, fortran_order, dtype = _read_npy_header(fh, what)
+    if dtype.hasobject:
+        raise UnsafeFileError(
+            f"load: {what} is an object array (pickled Python objects); "
+            "minigrad never unpickles (that could run arbitrary code)"
+        )
+    held = size - (fh.tell() - start)
+    count = math.prod(shape)
+    nbytes = count * dtype.itemsize
+    if min(shape, default=0) < 0 or count > np.iinfo(np.intp).max or nbytes > held or (exact and nbytes < held):
+        raise CorruptFileError(
+            f"load: {what} declares shape {shape} of {dtype} ({nbytes} bytes of data) but holds {held} bytes; "
+            "the file is truncated or damaged"
+        )
+    if len(shape) > _MAXDIMS:
+        raise CorruptFileError(f"load: {what} declares {len(shape)} dimensions; numpy arrays have at most {_MAXDIMS}")
+    if dtype.itemsize == 0:
+        return np.empty(shape, dtype)  # no bytes to read or allocate
+    a = np.frombuffer(_read_exactly(fh, nbytes, where, entry, exact), dtype=dtype, count=count)
+    return a.reshape(shape[::-1]).transpose() if fortran_order else a.reshape(shape)
+
+
+def _read_exactly(fh, nbytes, where, entry, exact=True):
+    """``nbytes`` bytes from ``fh`` (and nothing after them where ``exact``), read in chunks so that
+    memory grows with what is really there, not with what a header claims."""
+    buf = bytearray()
+    while len(buf) < nbytes:
+        chunk = fh.read(min(_CHUNK, nbytes - len(buf)))
+        if not chunk:
+            break
+        buf += chunk
+    if len(buf) != nbytes or (exact and fh.read(1)):  # the extra read also runs zipfile's CRC check
+        what = where if entry is None else f"{where} entry {entry!r}"
+        raise CorruptFileError(f"load: {what} should hold {nbytes} bytes of data but holds a different amount")
+    return buf
+
+
+def _build(tree, arrays, device, where):
+    """Rebuild the nested object from the JSON tree (iteratively), checking every node."""
+
+    def bad(msg):
+        return CorruptFileError(f"load: {where} has a malformed {_META!r} index: {msg}")
+
     result = [None]
     stack = [(tree, result, 0)]
     while stack:
         node, parent, slot = stack.pop()
-        t = node["t"]
+        if not isinstance(node, dict):
+            raise bad(f"a node is {type(node).__name__} {_short(node)}, expected an object with a 't' field")
+        t = node.get("t")
         if t in ("tensor", "ndarray", "npscalar"):
-            k = node["k"]
+            k = node.get("k")
+            if not isinstance(k, str):
+                raise bad(f"a {t} node names its array by {_short(k)}, expected a string")
             if k not in arrays:
-                raise ValueError(f"load: {path!s} is missing the array {k!r} its index names")
+                raise CorruptFileError(f"load: {where} is missing the array {k!r} its index names")
             a = arrays[k]
-            v = Tensor(a, device=device) if t == "tensor" else a[()] if t == "npscalar" else a
+            if not isinstance(a, np.ndarray):
+                raise CorruptFileError(f"load: {where} entry {k!r} is not an .npy array")
+            if t == "tensor":
+                if a.dtype.kind in "OUSV":
+                    raise CorruptFileError(f"load: {where} entry {k!r} is a {a.dtype} array, which cannot be a Tensor")
+                v = Tensor(a, device=device)
+            elif t == "npscalar":
+                if a.ndim != 0:
+                    raise CorruptFileError(f"load: {where} entry {k!r} has shape {a.shape}, expected a scalar ()")
+                v = a[()]
+            else:
+                v = a
         elif t == "py":
-            v = node["v"]
+            v = node.get("v")
+            if not (v is None or isinstance(v, (bool, int, float, str))):
+                raise bad(f"a 'py' node holds {_short(v)}, expected a number, string, bool or null")
         elif t == "float":
-            v = float(node["v"])
+            v = node.get("v")
+            try:
+                v = float(v)
+            except (TypeError, ValueError):
+                raise bad(f"a 'float' node holds {_short(v)}, expected a float's text such as 'nan'") from None
         elif t == "dict":
+            items = node.get("items")
+            if not isinstance(items, list):
+                raise bad(f"a dict node's 'items' is {_short(items)}, expected a list of [key, node] pairs")
             v = {}
-            for k, _ in node["items"]:
+            for item in items:
+                if not (isinstance(item, list) and len(item) == 2):
+                    raise bad(f"a dict item is {_short(item)}, expected a [key, node] pair")
+                k = item[0]
+                if not isinstance(k, (str, int)) or isinstance(k, bool):
+                    raise bad(f"a dict key is {_short(k)}, expected a string or an integer")
                 v[k] = None
-            for k, sub in node["items"]:
+            for k, sub in items:
                 stack.append((sub, v, k))
         elif t in ("list", "tuple"):
-            v = (_TupleBox if t == "tuple" else list)([None] * len(node["items"]))
-            for i, sub in enumerate(node["items"]):
+            items = node.get("items")
+            if not isinstance(items, list):
+                raise bad(f"a {t} node's 'items' is {_short(items)}, expected a list of nodes")
+            v = (_TupleBox if t == "tuple" else list)([None] * len(items))
+            for i, sub in enumerate(items):
                 stack.append((sub, v, i))
         else:
-            raise ValueError(f"load: {path!s}: unknown entry kind {t!r}")
+            raise bad(f"unknown entry kind {_short(t)}")
         parent[slot] = v
     return _untuple(result[0])
+
+
+def _short(v, n=60):
+    r = repr(v)
+    return r if len(r) <= n else r[: n - 3] + "..."
 
 
 class _TupleBox(list):

@@ -1,5 +1,6 @@
 """save / load: .npz of named arrays, nested containers by dotted names, never pickle."""
 import io
+import json
 import zipfile
 
 import numpy as np
@@ -249,3 +250,341 @@ def test_io_names_reachable_from_a_fresh_import():
     code = "import minigrad as mg; assert mg.io.UnsafeFileError is mg.UnsafeFileError; print('ok')"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# -- damaged and foreign files: a ValueError that names the file and what is wrong --------------
+
+
+def _npy(a):
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.asarray(a), allow_pickle=False)
+    return buf.getvalue()
+
+
+def _npy_claiming(shape, descr="<f8", data=b""):
+    """An .npy whose header says ``shape`` of ``descr``, followed by ``data`` whatever its size."""
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": descr, "fortran_order": False, "shape": shape})
+    return buf.getvalue() + data
+
+
+def _zip(path, members):
+    """A well-formed zip of raw ``members`` (name -> bytes): only what is inside them is wrong."""
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return path
+
+
+def _with_index(path, tree):
+    """A minigrad file whose JSON index holds ``tree`` (dumped as is) beside one array 'w'."""
+    meta = json.dumps({"format": "minigrad.save", "version": 1, "tree": tree})
+    return _zip(path, {"w.npy": _npy(np.ones(3, np.float32)), "__minigrad__.npy": _npy(np.array(meta))})
+
+
+def test_load_text_or_random_bytes_is_not_called_a_pickle(tmp_path):
+    # numpy.load calls anything that is neither zip nor .npy "pickled data"; minigrad says what it is
+    for name, data in [
+        ("notes.npz", b"epoch 3, loss 0.25\n"),
+        ("noise.npz", np.random.default_rng(0).bytes(300)),
+        ("empty.npz", b""),
+    ]:
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(mg.io.CorruptFileError, match=r"^load: .*(not an \.npz or \.npy file|is empty)") as e:
+            mg.load(p)
+        assert str(p) in str(e.value) and "pickle" not in str(e.value)
+        assert isinstance(e.value, ValueError) and isinstance(e.value, mg.MinigradError)
+
+
+def test_load_truncated_npz_is_a_value_error(tmp_path):
+    src = tmp_path / "ck.npz"
+    mg.save({"model": mlp().state_dict(), "epoch": 3}, src)
+    data = src.read_bytes()
+    p = tmp_path / "cut.npz"
+    for n in (4, 40, len(data) // 2, len(data) - 30, len(data) - 1):
+        p.write_bytes(data[:n])
+        with pytest.raises(mg.io.CorruptFileError, match="truncated") as e:  # not zipfile.BadZipFile
+            mg.load(p)
+        assert str(e.value).startswith(f"load: {p}")
+    # the zip directory intact but an entry's bytes cut short (a zip that was patched in place)
+    with zipfile.ZipFile(src) as z:
+        entry = z.read("model.0.weight.npy")
+    _zip(p, {"model.0.weight.npy": entry[:-8]})
+    with pytest.raises(mg.io.CorruptFileError, match=r"'model.0.weight' declares shape \(8, 4\) of float32"):
+        mg.load(p)
+
+
+@pytest.mark.parametrize(
+    "tree, problem",
+    [
+        ({"t": "dict", "items": [["a", {"t": "py", "v": 1}, "extra"]]}, "expected a \\[key, node\\] pair"),
+        ({"t": "float", "v": "abc"}, "'float' node holds 'abc'"),
+        ({"t": "float", "v": None}, "'float' node holds None"),
+        ({"t": "dict", "items": {"a": 1}}, "'items' is \\{'a': 1\\}"),
+        ({"t": "dict", "items": [[["k"], {"t": "py", "v": 1}]]}, "dict key is \\['k'\\]"),
+        ({"t": "list", "items": 3}, "'items' is 3"),
+        ({"t": "list", "items": [7]}, "a node is int 7"),
+        ({"t": "py", "v": {"t": "tensor"}}, "'py' node holds"),
+        ({"t": "tensor", "k": ["w"]}, "names its array by \\['w'\\]"),
+        ({"t": "tensor"}, "names its array by None"),
+        ({"t": 5}, "unknown entry kind 5"),
+        ([1, 2], "a node is list"),
+    ],
+)
+def test_load_damaged_index_names_what_is_wrong(tmp_path, tree, problem):
+    p = _with_index(tmp_path / "ix.npz", tree)
+    expected = f"^load: .*ix.npz has a malformed '__minigrad__' index: .*{problem}"
+    with pytest.raises(mg.io.CorruptFileError, match=expected):
+        mg.load(p)
+
+
+def test_load_index_pointing_at_the_wrong_kind_of_entry(tmp_path):
+    p = tmp_path / "ix.npz"
+    meta = json.dumps({"format": "minigrad.save", "version": 1, "tree": {"t": "tensor", "k": "s"}})
+    _zip(p, {"s.npy": _npy(np.array(["a", "b"])), "__minigrad__.npy": _npy(np.array(meta))})
+    with pytest.raises(mg.io.CorruptFileError, match="entry 's' is a <U1 array, which cannot be a Tensor"):
+        mg.load(p)
+    meta = json.dumps({"format": "minigrad.save", "version": 1, "tree": {"t": "npscalar", "k": "w"}})
+    _zip(p, {"w.npy": _npy(np.ones(3)), "__minigrad__.npy": _npy(np.array(meta))})
+    with pytest.raises(mg.io.CorruptFileError, match=r"entry 'w' has shape \(3,\), expected a scalar"):
+        mg.load(p)
+    _zip(p, {"w.npy": _npy(np.ones(3)), "__minigrad__.npy": _npy(np.arange(3))})
+    with pytest.raises(mg.io.CorruptFileError, match="unreadable '__minigrad__' entry: a int64 array of shape"):
+        mg.load(p)
+
+
+@pytest.mark.parametrize(
+    "shape, descr",
+    [((10**12,), "<f8"), ((2**40, 2**40), "<f4"), ((2**62, 4), "|u1"), ((-1,), "<f8"), ((4,), "<f8")],
+)
+def test_load_checks_declared_shapes_before_allocating(tmp_path, shape, descr):
+    import tracemalloc
+
+    p = _zip(tmp_path / "big.npz", {"w.npy": _npy_claiming(shape, descr, data=bytes(24))})
+    tracemalloc.start()
+    try:
+        with pytest.raises(mg.io.CorruptFileError, match=r"'w' declares shape .* but holds 24 bytes") as e:
+            mg.load(p)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(p) in str(e.value)
+    assert peak < 1 << 20, f"load allocated {peak} bytes for a file that holds 24"
+    # the same lie in a bare .npy file
+    q = tmp_path / "big.npy"
+    q.write_bytes(_npy_claiming(shape, descr, data=bytes(24)))
+    with pytest.raises(mg.io.CorruptFileError, match=r"declares shape .* but holds 24 bytes"):
+        mg.load(q)
+
+
+def test_load_refuses_more_dimensions_than_numpy_has(tmp_path):
+    # the sizes add up (65 axes of 1 hold one float64) but no array can have that shape
+    p = _zip(tmp_path / "d.npz", {"w.npy": _npy_claiming((1,) * 65, data=bytes(8))})
+    q = tmp_path / "d.npy"
+    q.write_bytes(_npy_claiming((1,) * 65, data=bytes(8)))
+    for f in (p, q):
+        with pytest.raises(mg.io.CorruptFileError, match="declares 65 dimensions; numpy arrays have at most"):
+            mg.load(f)
+
+
+def test_load_object_array_is_unsafe_even_when_its_sizes_lie(tmp_path):
+    # pickle is refused on the header alone: the object dtype wins over any size check
+    p = _zip(tmp_path / "o.npz", {"w.npy": _npy_claiming((10**12,), "|O", data=b"\x80\x04N.")})
+    with pytest.raises(mg.io.UnsafeFileError, match="'w' is an object array"):
+        mg.load(p)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"{'descr': '<f8', 'fortran_order': False, 'shape': (3, }",  # numpy's retry raises TokenError
+        b"{'descr': '<f8',b'fortran_order': False, 'shape': (3,), }",  # numpy's own message: TypeError
+        b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), 'extra': 1}",
+        b"{'descr': 'not a dtype', 'fortran_order': False, 'shape': (3,), }",
+        b"[1, 2, 3]",
+    ],
+)
+def test_load_damaged_npy_header(tmp_path, header):
+    # found by fuzzing .npy headers: numpy's header parser lets more than ValueError out
+    npy = b"\x93NUMPY\x01\x00" + len(header + b"\n").to_bytes(2, "little") + header + b"\n" + bytes(24)
+    p = _zip(tmp_path / "h.npz", {"w.npy": npy})
+    q = tmp_path / "h.npy"
+    q.write_bytes(npy)
+    with pytest.raises(mg.io.CorruptFileError, match=r"h.npz entry 'w' has a damaged \.npy header"):
+        mg.load(p)
+    with pytest.raises(mg.io.CorruptFileError, match=r"h.npy has a damaged \.npy header"):
+        mg.load(q)
+
+
+def test_load_damaged_zip_directory_does_not_drop_entries(tmp_path):
+    # found by the fuzz test: a comment length in the zip directory that grew over the next entry
+    # made zipfile skip that entry without a word, and the file load as a foreign dict of arrays
+    src = tmp_path / "ck.npz"
+    mg.save({"w": mg.ones(3), "epoch": 3}, src)
+    data = bytearray(src.read_bytes())
+    first = data.find(b"PK\x01\x02")
+    second = data.find(b"PK\x01\x02", first + 1)
+    end = data.rfind(b"PK\x06\x06") if b"PK\x06\x06" in data else data.rfind(b"PK\x05\x06")
+    comment = int.from_bytes(data[first + 32 : first + 34], "little")  # the first entry's comment length
+    data[first + 32 : first + 34] = (comment + end - second).to_bytes(2, "little")  # swallow the second
+    p = tmp_path / "dropped.npz"
+    p.write_bytes(bytes(data))
+    with pytest.raises(mg.io.CorruptFileError, match="damaged zip directory: it lists 2 entries but 1 could be read"):
+        mg.load(p)
+
+
+def test_load_zip_entry_that_is_not_an_npy(tmp_path):
+    p = _zip(tmp_path / "z.npz", {"w.npy": b"just text, no .npy header"})
+    with pytest.raises(mg.io.CorruptFileError, match=r"entry 'w' has a damaged \.npy header"):
+        mg.load(p)
+
+
+def test_load_still_reads_what_numpy_writes(tmp_path):
+    # compressed archives, Fortran order, version-3 headers, several arrays in one stream
+    np.savez_compressed(tmp_path / "c.npz", a=np.zeros((50, 40)), b=np.arange(5, dtype=np.int16))
+    back = mg.load(tmp_path / "c.npz")
+    assert back["a"].shape == (50, 40) and back["b"].dtype == np.int16
+    f = np.asfortranarray(np.arange(6.0).reshape(2, 3))
+    np.save(tmp_path / "f.npy", f)
+    np.testing.assert_array_equal(mg.load(tmp_path / "f.npy"), f)
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, np.zeros(2, dtype=[("é", "<f4")]), version=(3, 0))
+    np.save(buf, np.arange(3))
+    buf.seek(0)
+    assert mg.load(buf).dtype.names == ("é",)
+    np.testing.assert_array_equal(mg.load(buf), [0, 1, 2])  # the next array in the stream
+
+
+def _corruptions(data, rng, count):
+    """(kind, bytes) pairs: ``data`` (a minigrad .npz) damaged in ``count`` seeded random ways."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        members = {name: z.read(name) for name in z.namelist()}
+    meta = json.loads(str(np.load(io.BytesIO(members["__minigrad__.npy"]), allow_pickle=False)))
+    junk = [None, True, 0, -1, 2.5, 10**30, "", "abc", "nan", [], {}, [1, 2, 3], ["k", {"t": "py"}, 0],
+            {"t": "py"}, {"t": "tensor", "k": "nope"}, {"t": "float", "v": "abc"}, {"t": "pickle"}]  # fmt: skip
+
+    def rezip(changed):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for name, b in {**members, **changed}.items():
+                z.writestr(name, b)
+        return buf.getvalue()
+
+    def some_junk():
+        return json.loads(json.dumps(junk[rng.integers(len(junk))]))  # a fresh copy: no shared lists
+
+    def mutate_tree(tree):
+        nodes, stack = [], [tree]  # every object and list in the index, to damage one of them
+        while stack:
+            n = stack.pop()
+            if isinstance(n, (dict, list)):
+                nodes.append(n)
+                stack.extend(n.values() if isinstance(n, dict) else n)
+        n = nodes[rng.integers(len(nodes))]
+        keys = list(n) if isinstance(n, dict) else list(range(len(n)))
+        choice = rng.integers(3) if keys else 2
+        if choice == 0:
+            del n[keys[rng.integers(len(keys))]]
+        elif choice == 1:
+            n[keys[rng.integers(len(keys))]] = some_junk()
+        elif isinstance(n, dict):
+            n[str(rng.integers(3))] = some_junk()
+        else:
+            n.append(some_junk())
+
+    for i in range(count):
+        kind = ("truncate", "flip", "splice", "index", "header", "header text")[i % 6]
+        if kind == "truncate":
+            out = data[: rng.integers(len(data))]
+        elif kind == "flip":
+            b = bytearray(data)
+            for pos in rng.integers(len(b), size=rng.integers(1, 9)):
+                b[pos] ^= int(rng.integers(1, 256))
+            out = bytes(b)
+        elif kind == "splice":
+            pos = rng.integers(len(data))
+            out = data[:pos] + rng.bytes(rng.integers(0, 9)) + data[pos + rng.integers(0, 9) :]
+        elif kind == "index":
+            m = json.loads(json.dumps(meta))
+            for _ in range(rng.integers(1, 4)):
+                mutate_tree(m)
+            text = json.dumps(m) if rng.random() < 0.9 else json.dumps(m)[: rng.integers(60)]
+            out = rezip({"__minigrad__.npy": _npy(np.array(text))})
+        elif kind == "header text":  # bytes of an .npy header changed, the zip's CRC made to match
+            name = sorted(members)[rng.integers(len(members))]
+            b = bytearray(members[name])
+            for pos in rng.integers(6, b.index(b"\n") + 1, size=rng.integers(1, 4)):
+                b[pos] = int(rng.integers(256)) if rng.random() < 0.5 else rng.choice(list(b"()[]{}',:<>|0123 \n"))
+            out = rezip({name: bytes(b)})
+        else:  # a header that lies about the entry's size, keeping the entry's bytes
+            name = sorted(members)[rng.integers(len(members))]
+            shape = [(10**12,), (2**62, 4), (2**40, 2**40), (-3,), (0,), (5,), (), (1,) * 70][rng.integers(8)]
+            descr = ["<f8", "<f4", "|u1", "<i8", "<U10", "|V0", "|O", ">f8"][rng.integers(8)]
+            out = rezip({name: _npy_claiming(shape, descr, data=members[name][rng.integers(20, 200) :])})
+        yield kind, out
+
+
+def _same(a, b):
+    """Equal nested results of load: same types, keys, order, dtypes, shapes and values (NaN too)."""
+    stack = [(a, b)]
+    while stack:
+        a, b = stack.pop()
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            if list(a) != list(b):
+                return False
+            stack.extend((a[k], b[k]) for k in a)
+        elif isinstance(a, (list, tuple)):
+            if len(a) != len(b):
+                return False
+            stack.extend(zip(a, b, strict=True))
+        elif isinstance(a, (mg.Tensor, np.ndarray, np.generic)):
+            a, b = to_np(a), to_np(b)
+            if a.dtype != b.dtype or a.shape != b.shape or not np.array_equal(a, b, equal_nan=True):
+                return False
+        elif not (a == b or (a != a and b != b)):
+            return False
+    return True
+
+
+def test_load_fuzz_damaged_files_fail_cleanly(tmp_path):
+    # every damaged file either loads or raises a ValueError (UnsafeFileError included) that says
+    # "load:" and names the file: never BadZipFile, KeyError, MemoryError...
+    obj = {
+        "model": mlp().state_dict(),
+        "step": np.int64(7),
+        "ids": np.arange(6, dtype=np.int32).reshape(2, 3),
+        "meta": {"name": "mlp", "lr": 0.1, "nan": float("nan"), 3: [True, None, (1, 2.5)]},
+    }
+    src = tmp_path / "ck.npz"
+    mg.save(obj, src)
+    data = src.read_bytes()
+    want = mg.load(src)
+    p = tmp_path / "fuzz.npz"
+    seen = {}
+    for i, (kind, bad) in enumerate(_corruptions(data, np.random.default_rng(1234), 1000)):
+        if i % 10 == 0:  # some through a real file (opening one costs ms); the rest from memory
+            p.write_bytes(bad)
+            f = p
+        else:
+            f = io.BytesIO(bad)
+            f.name = str(p)  # load names a file object by its .name
+        try:
+            back = mg.load(f)
+            seen[kind, "loaded"] = seen.get((kind, "loaded"), 0) + 1
+            if kind in ("truncate", "flip", "splice"):  # damage the zip's CRCs don't catch must be harmless
+                assert _same(back, want), f"case {i} ({kind}): loaded, with different contents"
+        except ValueError as e:
+            msg = str(e)
+            assert msg.startswith("load: ") and str(p) in msg, f"case {i} ({kind}): unclear message {msg!r}"
+            seen[kind, type(e).__name__] = seen.get((kind, type(e).__name__), 0) + 1
+        except Exception as e:  # noqa: BLE001 - the point: nothing but ValueError escapes
+            pytest.fail(f"case {i} ({kind}): {type(e).__name__}: {e}")
+    # the corruptions really reach each check (not all swallowed by one early failure)
+    assert seen.get(("header", "UnsafeFileError"), 0) > 0
+    assert seen.get(("header", "CorruptFileError"), 0) > 0
+    assert seen.get(("index", "CorruptFileError"), 0) > 0
+    assert seen.get(("truncate", "CorruptFileError"), 0) > 0
+    assert seen.get(("header text", "CorruptFileError"), 0) > 0

@@ -412,3 +412,166 @@ def test_einsum_is_shown_in_the_users_own_names():
     assert "Σ over d" in mg.viz.dot_source(s)
     (node,) = list(mg.autograd.tape(mg.einsum("bqd,bkd->bqk", q, k)))
     assert node.info["pattern"] == "bqd,bkd->bqk"
+
+
+# -- following a gradient: highlight= and color_by="grad" ----------------------------------------
+
+RED = "#cc0000"
+
+
+def red_ids(src):
+    """Ids of the nodes and edges drawn in red (node 'op2', edge 'op2->t2')."""
+    out = set()
+    for ln in src.splitlines():
+        if RED not in ln or ln.lstrip().startswith("graph ["):
+            continue
+        m = re.match(r"\s*(\w+) -> (\w+)", ln) or re.match(r"\s*(\w+) \[", ln)
+        out.add("->".join(m.groups()))
+    return out
+
+
+def test_highlight_draws_the_op_and_its_path_to_the_output_in_red():
+    loss, x, w, b = mlp_loss()
+    tape = mg.autograd.tape(loss)
+    assert tape[2].op == "relu"
+    src = mg.viz.dot_source(loss, highlight=tape[2])
+    path = {"op2", "op3", "op4", "op5", "t2", "t3", "t4", "t5"}
+    edges = {"op2->t2", "t2->op3", "op3->t3", "t3->op4", "op4->t4", "t4->op5", "op5->t5"}
+    assert red_ids(src) == path | edges                    # and nothing before relu
+    assert 'op2 [label="relu"' in src and 'color="#cc0000" penwidth=2.5 fontcolor="#cc0000"' in src
+    assert "in red: the highlighted op and its path to the output" in src
+    # everything else is drawn as without highlight=
+    plain = mg.viz.dot_source(loss)
+    assert RED not in plain
+    hl, pl = lines_by_id(src), lines_by_id(plain)
+    assert hl.keys() == pl.keys()
+    assert all(hl[k] == pl[k] for k in hl if k not in path | edges)
+
+
+def lines_by_id(src):
+    """node or edge id -> its DOT line."""
+    out = {}
+    for ln in src.splitlines():
+        m = re.match(r"\s*(\w+) -> (\w+)", ln) or re.match(r"\s*(\w+) \[", ln)
+        if m and m.group(1) not in ("graph", "node", "edge"):
+            out["->".join(m.groups())] = ln
+    return out
+
+
+def test_highlight_a_leaf_a_tensor_or_several():
+    loss, x, w, b = mlp_loss()
+    src = mg.viz.dot_source(loss, highlight=b)             # a leaf: its gradient's whole way back
+    ids = red_ids(src)
+    assert "leaf2" in ids and "leaf2->op1" in ids and "op1" in ids and "op5" in ids
+    assert not ids & {"leaf0", "leaf1", "op0", "t0", "leaf0->op0", "t0->op1"}
+    h = mg.autograd.tape(loss)[3]
+    by_tensor = mg.viz.dot_source(loss, highlight=loss)    # a non-leaf tensor: the op that made it
+    assert red_ids(by_tensor) == {"op5", "t5", "op5->t5"}
+    assert red_ids(mg.viz.dot_source(loss, highlight=[h, loss])) == red_ids(mg.viz.dot_source(loss, highlight=h))
+    y1, y2 = (x * 2.0).sum(), (w * 3.0).sum()                   # two roots: only x's branch
+    ids = red_ids(mg.viz.dot_source([y1, y2], highlight=[x]))
+    assert "leaf0" in ids and "op0" in ids and "op1" in ids and not ids & {"leaf1", "op2", "op3"}
+    with pytest.raises(ValueError, match="highlight"):
+        mg.viz.dot_source(loss, highlight=leaf(3))         # not in this graph
+    with pytest.raises(ValueError, match="highlight"):
+        mg.viz.dot_source(loss, highlight=mg.autograd.tape((leaf(2) * 2.0).sum())[0])
+
+
+def test_highlight_in_graph_and_save_and_without_tensor_nodes(tmp_path):
+    loss, *_ = mlp_loss()
+    node = mg.autograd.tape(loss)[1]
+    src = mg.viz.dot_source(loss, highlight=node)
+    assert mg.viz.save(loss, tmp_path / "g.dot", highlight=node).read_text(encoding="utf-8") == src
+    lean = mg.viz.dot_source(loss, highlight=node, show_tensors=False)
+    assert red_ids(lean) == {"op1", "op2", "op3", "op4", "op5", "t5", "op1->op2", "op2->op3", "op3->op4",
+                             "op4->op5", "op5->t5"}
+    if HAS_DOT:
+        import subprocess
+
+        assert subprocess.run(["dot", "-Tsvg"], input=src.encode(), capture_output=True).returncode == 0
+    pytest.importorskip("graphviz")
+    assert mg.viz.graph(loss, highlight=node).source == src
+
+
+def test_highlight_in_a_summary_chains_and_shared_weights():
+    x = leaf(3)
+    y = x
+    for _ in range(600):
+        y = (y * 1.01).tanh()
+    loss = y.sum()
+    tape = mg.autograd.tape(loss)
+    src = mg.viz.dot_source(loss, max_nodes=4, highlight=tape[0])   # inside the collapsed chain
+    ids = red_ids(src)
+    assert any(i.startswith("run") for i in ids) and f"op{len(tape) - 1}" in ids
+    assert "leaf0" not in ids
+    # an RNN's weight: its ↪ copies are red too, the other weight's are not
+    loss, W, U = rnn_loss(steps=30)
+    src = mg.viz.dot_source(loss, params={"W": W, "U": U}, highlight=W)
+    refs = re.findall(r'^\s*(ref\d+) \[label="↪ (\w)', src, re.M)
+    assert refs and all((r in red_ids(src)) == (name == "W") for r, name in refs)
+
+
+def grads_of(src):
+    """node id -> fillcolor, for the tensor nodes a gradient coloured."""
+    from minigrad.viz._style import GRAD_PALETTE
+
+    out = {}
+    for m in re.finditer(r'^\s*(\w+) \[label="[^"]*‖g‖[^"]*".*?fillcolor="(#\w+)"', src, re.M):
+        out[m.group(1)] = m.group(2)
+    return {k: v for k, v in out.items() if v in GRAD_PALETTE or v in ("#ffffff", "#000000")}
+
+
+def test_color_by_grad_fills_by_norm_with_a_legend():
+    from minigrad.viz._style import GRAD_PALETTE
+
+    loss, x, w, b = mlp_loss()
+    before = mg.viz.dot_source(loss, color_by="grad")
+    assert "no gradients to colour yet" in before and "legend" not in before
+    loss.backward()
+    src = mg.viz.dot_source(loss, color_by="grad")
+    norms = {t: float(np.linalg.norm(to_np(t.grad))) for t in (x, w, b)}
+    lo, hi = min(norms.values()), max(norms.values())
+    assert re.search(r"^\s*legend \[label=<<table", src, re.M)
+    assert f"‖grad‖, log scale: {lo:.3g} … {hi:.3g}" in src
+    fills = grads_of(src)
+    ids = {x: "leaf0", w: "leaf1", b: "leaf2"}
+    order = sorted(norms, key=norms.get)
+    assert fills[ids[order[0]]] == GRAD_PALETTE[0] and fills[ids[order[-1]]] == GRAD_PALETTE[-1]
+    assert "no gradients" not in src
+    # without color_by the picture is unchanged
+    assert "legend" not in mg.viz.dot_source(loss)
+    with pytest.raises(ValueError, match="color_by"):
+        mg.viz.dot_source(loss, color_by="norm")
+
+
+def test_color_by_grad_marks_zero_and_nonfinite_gradients_and_retained_ones():
+    x, z = leaf(3), leaf(2, seed=1)
+    h = x * 2.0
+    h.retain_grad()
+    loss = h.sum() + (z * 0.0).sum()
+    loss.backward()
+    src = mg.viz.dot_source(loss, color_by="grad")
+    fills = grads_of(src)
+    assert len(fills) == 3                                       # x, z and the retained h
+    zline = next(ln for ln in src.splitlines() if "(2,) float64" in ln and "leaf" in ln.split()[0])
+    assert 'style="filled,dashed"' in zline and 'fillcolor="#ffffff"' in zline
+    assert "zero gradient (1)" in src
+    x.grad = x.grad * float("nan")
+    src = mg.viz.dot_source(loss, color_by="grad")
+    assert 'fillcolor="#000000"' in src and "nan or inf in the gradient (1)" in src
+    if HAS_DOT:
+        import subprocess
+
+        r = subprocess.run(["dot", "-Tsvg"], input=src.encode(), capture_output=True)
+        assert r.returncode == 0 and b"zero gradient" in r.stdout
+
+
+def test_color_by_grad_and_highlight_together_render(tmp_path):
+    loss, x, w, b = mlp_loss()
+    loss.backward()
+    src = mg.viz.dot_source(loss, color_by="grad", highlight=b, params={"fc.weight": w, "fc.bias": b})
+    bline = next(ln for ln in src.splitlines() if ln.lstrip().startswith("leaf") and "fc.bias" in ln)
+    assert RED in bline and "fillcolor=\"#" in bline and 'fontcolor="#cc0000"' not in bline  # fill kept readable
+    if HAS_DOT:
+        p = mg.viz.save(loss, tmp_path / "g.svg", color_by="grad", highlight=b)
+        assert ET.parse(p).getroot().tag.endswith("svg")
