@@ -59,15 +59,16 @@ class Op:
         view: the output shares input 0's storage (True), or may ("maybe": checked).
         kind: how pictures draw it: "elementwise", "reduce", "broadcast", "view", "other".
         samples: ``samples(rng) -> [Sample, ...]`` the inputs its tests use.
+        info: ``info(**params) -> dict`` the attributes the tape and pictures show (axis...).
         torch: ``torch(torch_module, *args, **kwargs)`` the same computation in PyTorch.
     """
 
     __slots__ = ("name", "forward", "rule", "save", "cross", "save_out", "aux", "broadcast", "view",
                  "kind", "samples", "torch", "n_out", "frontend", "method", "dunders", "export",
-                 "numpy", "inplace", "doc")
+                 "numpy", "inplace", "doc", "info")
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
-                 broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1):
+                 broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1, info=None):
         self.name = name
         self.forward = forward
         self.rule = rule
@@ -81,8 +82,9 @@ class Op:
         self.samples = samples
         self.torch = torch
         self.n_out = n_out
+        self.info = info       # info(**params) -> the attributes the tape and pictures show
         self.frontend = None   # the public function (set by ops.public)
-        self.method = None     # Tensor method names bound to the frontend
+        self.method = ()       # Tensor method names bound to the frontend
         self.dunders = ()      # operator names; a name starting "__r" gets the reflected call
         self.export = None     # the name under ``minigrad``
         self.numpy = ()        # NumPy functions / ufuncs that dispatch to the frontend
@@ -105,15 +107,27 @@ class Node:
     """
 
     __slots__ = ("op", "opdef", "parents", "meta", "out_meta", "params", "saved", "vers", "_out",
-                 "aux", "seq", "_g", "freed", "__dict__", "__weakref__")
-    # rarely set: live in the instance __dict__ when set
-    view_ver = None   # view ops: the storage version when the view was taken
-    n_out = 1         # outputs (an autograd.Function may have several)
-    _hooks = None     # hooks of the (non-leaf) output tensor
-    retain = None     # weakref of the output when retain_grad()
+                 "aux", "seq", "_g", "freed", "special", "view_ver", "__dict__", "__weakref__")
+    # rarely set: live in the instance __dict__ when set; setting one of the three below also
+    # sets ``special``, which sends the node down the walk's full path
     info = None       # attributes shown to readers (axis, keepdims, pattern...)
     consts = None     # ((input index, shape, dtype), ...) of Tensor inputs that need no grad
     where = None      # (file, line) of the user's code, in anomaly mode
+
+    def _special(name, default, doc):
+        def get(self):
+            return self.__dict__.get(name, default)
+
+        def set_(self, value):
+            self.__dict__[name] = value
+            self.special = True
+
+        return property(get, set_, doc=doc)
+
+    n_out = _special("n_out", 1, "outputs (an autograd.Function may have several)")
+    _hooks = _special("_hooks", None, "hooks of the (non-leaf) output tensor")
+    retain = _special("retain", None, "weakref of the output when retain_grad()")
+    del _special
 
     # -- the view the public tape shows ------------------------------------
     @property
@@ -162,6 +176,7 @@ class Node:
             )
         for cell, v, what in self.vers:
             if cell[0] != v:
+                what = "its output" if what == -1 else what if isinstance(what, str) else f"input {what}"
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation has been modified by an "
                     f"in-place operation: {what} of op {self.op!r} (output shape {self.out_meta[0]}) "
@@ -290,14 +305,14 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     parents = []
     meta = []
     consts = None
-    for i, a in enumerate(args):
-        if a.__class__ is Tensor or isinstance(a, Tensor):
+    for a, d in zip(args, datas):
+        if isinstance(a, Tensor):
             if a._rg:
-                parents.append(edge(a))
-                d = datas[i]
+                m = a._node  # edge(a), inline for the common case
+                parents.append(a if m is None else m if m.view_ver is None and a._oidx == 0 else edge(a))
                 meta.append((d.shape, d.dtype))
                 continue
-            consts = (consts or ()) + ((i, datas[i].shape, datas[i].dtype),)
+            consts = (consts or ()) + ((len(parents), d.shape, d.dtype),)
         parents.append(None)
         meta.append(None)
     n = _new(Node)
@@ -310,37 +325,49 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     n.aux = aux
     n.seq = _next_seq()
     n._g = None
-    n.freed = False
+    n.freed = n.special = False
+    n.view_ver = None
     if consts is not None:
         n.consts = consts
-    vers = ()
+    if op.info is not None:
+        n.info = op.info(**params)
     if op.save:
-        saved = []
-        for i in _positions(op.save, len(args)):
-            if i >= len(args):
-                continue
-            a = args[i]
-            if op.cross and not any(p is not None for j, p in enumerate(parents) if j != i):
-                saved.append(None)
-            elif a.__class__ is Tensor or isinstance(a, Tensor):
-                saved.append(a)
-                vers += ((a._ver, a._ver[0], f"input {i}"),)
-            elif isinstance(a, (int, float, bool)) or a is None:
-                saved.append(a)
-            else:
-                saved.append(wrap(datas[i]))  # an array constant: the rule sees a Tensor
-        n.saved = tuple(saved)
+        n.saved, vers = _save(op, args, datas, parents)
     else:
-        n.saved = ()
+        n.saved = vers = ()
     if op.save_out:
         n._out = out
-        vers += ((out_ver, out_ver[0], "its output"),)
+        vers += ((out_ver, out_ver[0], -1),)
     else:
         n._out = None
     n.vers = vers
-    for o in mode.observers:
-        o.recorded(n)
+    if mode.observers:
+        for o in mode.observers:
+            o.recorded(n)
     return n
+
+
+def _save(op, args, datas, parents):
+    """What the rule reads as ``ctx.saved``, and the versions to check before it runs."""
+    saved = []
+    vers = ()
+    positions = op.save if op.save[-1] is not Ellipsis and Ellipsis not in op.save \
+        else _positions(op.save, len(args))
+    needing = len(parents) - parents.count(None) if op.cross else 0
+    for i in positions:
+        if i >= len(args):
+            continue
+        a = args[i]
+        if op.cross and needing - (parents[i] is not None) == 0:  # nobody else needs it
+            saved.append(None)
+        elif isinstance(a, Tensor):
+            saved.append(a)
+            vers += ((a._ver, a._ver[0], i),)
+        elif a is None or isinstance(a, (int, float, bool)):
+            saved.append(a)
+        else:
+            saved.append(wrap(datas[i]))  # an array constant: the rule sees a Tensor
+    return tuple(saved), vers
 
 
 def _positions(save, n):
@@ -351,7 +378,7 @@ def _positions(save, n):
     k = save.index(Ellipsis)
     head, tail = save[:k], save[k + 1:]
     end = n + tail[0] if tail else n
-    return head + tuple(range(head[-1] + 1 if head else 0, end))
+    return tuple(p for p in head if p < end) + tuple(range(head[-1] + 1 if head else 0, end))
 
 
 def _wrap_many(op, outs, args, datas, params, aux, record, mode):
@@ -530,7 +557,7 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
             )
         g = _seed(t, g, graph)
         e = edge(t)  # a view written since it was taken is re-derived first
-        if e.__class__ is Tensor:
+        if e.__class__ is not Node and e.__class__ is not tuple:  # a leaf
             _add_to(leaves, e, g)
             continue
         node, idx = (e, 0) if e.__class__ is Node else e
@@ -575,16 +602,19 @@ def _walk_nodes(order, graph, retain_graph, capture, leaves, observers):
                 n.release()
             continue
         n._g = None
-        if plain and n.n_out == 1 and n._hooks is None and n.retain is None:
-            if n.freed or n.vers:
+        if plain and not n.special:
+            if n.freed:
                 n.check()
+            for cell, v, _ in n.vers:
+                if cell[0] != v:
+                    n.check()
             p = n.params
             grads = n.opdef.rule(n, g) if p is None else n.opdef.rule(n, g, **p)
         else:
             grads = _run_rule(n, g, graph, capture, observers)
         if not retain_graph:
             n.release()
-        _send(n, grads, leaves)
+        _send(n, grads, leaves, graph)
 
 
 def _run_rule(n, g, graph, capture, observers):
@@ -615,34 +645,39 @@ def _run_rule(n, g, graph, capture, observers):
     return grads
 
 
-def _send(n, grads, leaves):
-    """Hand each input its gradient: checked against the input, summed where inputs repeat."""
-    bcast = n.opdef.broadcast
+def _send(n, grads, leaves, graph):
+    """Hand each input its gradient: checked against the input, summed where inputs repeat
+    (in a first-order pass the sums are plain array additions: nothing records them)."""
     for p, gi, m in zip(n.parents, grads, n.meta, strict=False):
         if p is None or gi is None:
             continue
         if gi.__class__ is not Tensor and not isinstance(gi, Tensor):
             raise TypeError(f"the gradient rule of {n.op!r} returned {type(gi).__name__}, expected a Tensor")
-        if gi.shape != m[0]:
-            if not bcast:
+        d = gi.data
+        if d.shape != m[0]:
+            if not n.opdef.broadcast:
                 raise RuntimeError(
                     f"internal error: the gradient rule of {n.op!r} returned shape "
-                    f"{gi.shape} for an input of shape {m[0]}"
+                    f"{d.shape} for an input of shape {m[0]}"
                 )
             gi = gi.sum_to(m[0])
-        if gi.dtype != m[1]:
+        dt = d.dtype
+        if dt is not m[1] and dt != m[1]:
             gi = gi.astype(m[1])
         c = p.__class__
-        if c is Node:
-            if p.n_out != 1:
-                _node_add(p, 0, gi)
-            else:
-                pg = p._g
-                p._g = gi if pg is None else pg + gi
+        if c is Node and not p.special:
+            pg = p._g
+            p._g = gi if pg is None else pg + gi if graph else wrap(_as_array(pg.data + gi.data))
+        elif c is Node:
+            _node_add(p, 0, gi)
         elif c is tuple:
             _node_add(p[0], p[1], gi)
         else:
-            _add_to(leaves, p, gi)
+            e = leaves.get(id(p))
+            if e is None:
+                leaves[id(p)] = [p, gi]
+            else:
+                e[1] = e[1] + gi if graph else wrap(_as_array(e[1].data + gi.data))
 
 
 def _add_to(leaves, leaf, g):
@@ -682,7 +717,7 @@ def _accumulate_leaf(leaf, g, graph):
     if graph:
         leaf._grad = g if leaf._grad is None else leaf._grad + g
         return
-    total = g.data if leaf._grad is None else leaf._grad.data + g.data
+    total = g.data if leaf._grad is None else _as_array(leaf._grad.data + g.data)
     leaf._grad = wrap(_readonly(total))
 
 
@@ -736,7 +771,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not x._rg:
             raise RuntimeError("grad: one of the inputs does not require grad")
         e = edge(x)
-        key = id(e) if e.__class__ is Tensor else (id(e), 0) if e.__class__ is Node else (id(e[0]), e[1])
+        key = (id(e), 0) if e.__class__ is Node else (id(e[0]), e[1]) if e.__class__ is tuple else id(e)
         keys.append(key)
         capture[key] = None
     run_backward(outputs, grad_outputs, retain_graph=retain_graph, create_graph=create_graph, capture=capture)

@@ -137,8 +137,11 @@ class Function:
         ctx._saved = tuple(saved)
         del ctx._returned
         if node is not None:
+            node.saved = tuple(s for s in saved if isinstance(s, Tensor))  # counted, and released after backward
             node.vers += tuple((s._ver, s._ver[0], f"saved tensor {i}") for i, s in enumerate(saved)
                                if isinstance(s, Tensor))
+            for o in _state.get().observers:
+                o.recorded(node)
             nd = getattr(ctx, "_non_diff", ())
             for k, o in enumerate(outs):
                 if any(r is returned[k] for r in nd):

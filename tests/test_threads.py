@@ -97,7 +97,7 @@ def test_concurrent_training_with_one_thread_evaluating_under_no_grad():
             model = nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 3))
             opt = mg.optim.SGD(model.parameters(), lr=0.1)
             rng = np.random.default_rng(seed)
-            x = mg.tensor(rng.standard_normal((32, 8)))
+            x = mg.tensor(rng.standard_normal((32, 8)), dtype=mg.float32)
             y = mg.tensor(rng.integers(0, 3, 32))
             for _ in range(300):
                 opt.zero_grad()

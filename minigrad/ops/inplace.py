@@ -242,16 +242,15 @@ def variant(op: Op, name: str) -> Op:
 
 
 def _history(t, copy):
-    """A Tensor standing for ``t`` before the write: its history, and its values (a copy when
-    the rule will read them after ``t`` is overwritten)."""
-    old = wrap(t.data.copy() if copy else t.data)
-    if not copy:
-        old._ver = t._ver
+    """A Tensor standing for ``t`` before the write: its history, and its values (a recorded
+    clone when the rule will read them after ``t`` is overwritten)."""
+    old = wrap(t.data)
+    old._ver = t._ver
     if t._node is not None:
         e = edge(t)  # a stale view is re-derived from its base first
         old._node, old._oidx = e if isinstance(e, tuple) else (e, 0)
     old._rg = t._rg
-    return old
+    return E.clone(old) if copy else old  # a recorded clone, taken before the write
 
 
 def _rebase(t, n, name):
@@ -295,7 +294,7 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
     _store(t, r, name, check)
     keep = _be.array_module(base.data).ones(base.data.shape, dtype=bool)
     keep.reshape(-1)[pos.reshape(-1)] = False
-    cs = apply(COPY_SLICES, _history(base, False), r, pos, keep)
+    cs = apply(COPY_SLICES, _history(base, False), r, pos, keep, inplace=True)
     cs._node.info = {"op": name}
     _rebase(base, cs._node, "copy_slices")
     view_history(t, base, pos)
@@ -313,14 +312,21 @@ def _store(t, r, name, check):
     return t
 
 
-def _copy_slices_rule(ctx, g):
+def _copy_slices_rule(ctx, g, inplace=False):
     pos, keep = ctx.saved
     gb = E.where(keep, g, 0.0) if ctx.parents[0] is not None else None
     gv = g.reshape(-1)[pos] if ctx.parents[1] is not None else None
     return gb, gv
 
 
-COPY_SLICES = defop("copy_slices", lambda xp, b, v, pos, keep: b, _copy_slices_rule, save=(2, 3), kind="inplace",
+def _copy_slices_fwd(xp, b, v, pos, keep, inplace=False):
+    """``b`` with ``v`` written at its flat positions ``pos`` (into ``b`` itself for a write)."""
+    out = b if inplace else b.copy()
+    out[xp.unravel_index(pos.reshape(-1), b.shape)] = v.reshape(-1)
+    return out
+
+
+COPY_SLICES = defop("copy_slices", _copy_slices_fwd, _copy_slices_rule, save=(2, 3), kind="other",
                     samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4),
                                                 np.arange(4, 8), np.arange(12).reshape(3, 4) // 4 != 1)])
 

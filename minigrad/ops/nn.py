@@ -26,7 +26,7 @@ def _nll_rule(ctx, g, reduction):
     return apply(NLL_BACKWARD, g, target, shape=ctx.meta[0][0], reduction=reduction), None
 
 
-NLL = defop("nll_loss", _nll_fwd, _nll_rule, save=(1,), kind="reduce",
+NLL = defop("nll_loss", _nll_fwd, _nll_rule, save=(1,), kind="reduce", info=lambda reduction: {"reduction": reduction},
             torch=lambda th, x, t, reduction: th.nn.functional.nll_loss(x, t, reduction=reduction),
             samples=lambda rng: [Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction="mean"),
                                  Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction="none")])
@@ -72,6 +72,7 @@ def _bce_rule(ctx, g, reduction):
 
 
 BCE = defop("binary_cross_entropy_with_logits", _bce_fwd, _bce_rule, save=(0, 1), kind="reduce",
+            info=lambda reduction: {"reduction": reduction},
             torch=lambda th, x, y, reduction: th.nn.functional.binary_cross_entropy_with_logits(x, y, reduction=reduction),
             samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.random((3, 4)), reduction="mean"),
                                  Sample(rng.standard_normal(5), rng.random(5), reduction="none")])

@@ -96,6 +96,10 @@ def _kept(g, shape, axes, keepdims):
     return g if keepdims or not axes else g.reshape(keep_shape(shape, axes))
 
 
+def _axes_info(axes, keepdims, **_):
+    return {"axis": axes, "keepdims": keepdims}
+
+
 def _reduce_samples(rng):
     x = rng.standard_normal((2, 3, 4))
     return [Sample(x, axes=(1,), keepdims=False), Sample(x, axes=(0, 2), keepdims=True),
@@ -119,7 +123,7 @@ def _sum_rule(ctx, g, axes, keepdims, dtype=None):
     return (g.broadcast_to(shape),)
 
 
-SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", samples=lambda rng: _reduce_samples(rng) + [
+SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
     Sample(rng.standard_normal((3, 4)), axes=(), keepdims=False)],
     torch=lambda th, x, axes, keepdims, dtype=None: x.sum(dim=axes, keepdim=keepdims) if axes else x.clone())
 
@@ -227,7 +231,7 @@ def _std_rule(ctx, g, axes, keepdims, ddof):
 
 
 STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddof, keepdims=keepdims), _std_rule,
-            save=(0,), save_out=True, kind="reduce",
+            save=(0,), save_out=True, kind="reduce", info=_axes_info,
             samples=lambda rng: [Sample(rng.standard_normal((3, 4)), axes=(1,), keepdims=False, ddof=0),
                                  Sample(rng.standard_normal((3, 4)), axes=(0, 1), keepdims=True, ddof=1)],
             torch=lambda th, x, axes, keepdims, ddof: x.std(dim=axes, keepdim=keepdims, correction=ddof))
@@ -267,6 +271,7 @@ def _extreme_op(name, numpy_fn):
         return (x.max if name == "max" else x.min)(axes, None, keepdims)
 
     op = defop(name, fwd, _extreme_rule, save=(0,), save_out=True, kind="reduce", samples=_extreme_samples,
+               info=_axes_info,
                torch=lambda th, x, axes, keepdims: getattr(th, "amax" if name == "max" else "amin")(x, axes, keepdims))
 
     def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
@@ -374,7 +379,7 @@ def _lse_rule(ctx, g, axes, keepdims):
     return (_kept(g, shape, axes, keepdims) * (x - _kept(ctx.out, shape, axes, keepdims)).exp(),)
 
 
-LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, kind="reduce",
+LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, kind="reduce", info=_axes_info,
                   samples=_reduce_samples, torch=lambda th, x, axes, keepdims: th.logsumexp(x, axes, keepdims))
 
 
@@ -412,6 +417,7 @@ def _axis_samples(rng):
 
 
 SOFTMAX = defop("softmax", _softmax_fwd, _softmax_rule, save_out=True, kind="reduce", samples=_axis_samples,
+                info=lambda axes: {"axis": axes[0] if len(axes) == 1 else axes},
                 torch=lambda th, x, axes: (x - th.logsumexp(x, axes, True)).exp())
 
 
@@ -435,6 +441,7 @@ def _log_softmax_rule(ctx, g, axes):
 
 
 LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out=True, kind="reduce",
+                    info=lambda axes: {"axis": axes[0] if len(axes) == 1 else axes},
                     samples=_axis_samples, torch=lambda th, x, axes: x - th.logsumexp(x, axes, True))
 
 

@@ -57,6 +57,7 @@ def _r(rng, *shape):
 
 RESHAPE = defop("reshape", lambda xp, x, shape: x.reshape(shape), lambda ctx, g, shape: (g.reshape(ctx.meta[0][0]),),
                 view="maybe", kind="view", torch=lambda th, x, shape: x.reshape(shape),
+                info=lambda shape: {"shape": shape},
                 samples=lambda rng: [Sample(_r(rng, 2, 3, 4), shape=(6, 4)), Sample(_r(rng, 6), shape=(3, 2, 1))])
 
 
@@ -128,6 +129,7 @@ def _permute_rule(ctx, g, dims):
 
 
 PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule, view=True, kind="view",
+                info=lambda dims: {"dims": dims},
                 torch=lambda th, x, dims: x.permute(dims),
                 samples=lambda rng: [Sample(_r(rng, 2, 3, 4), dims=(2, 0, 1)), Sample(_r(rng, 2, 3), dims=(1, 0))])
 
@@ -213,6 +215,7 @@ def unsqueeze(x, dim):
 
 BROADCAST_TO = defop("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape),
                      lambda ctx, g, shape: (g.sum_to(ctx.meta[0][0]),), view=True, kind="broadcast",
+                     info=lambda shape: {"shape": shape},
                      torch=lambda th, x, shape: x.broadcast_to(shape),
                      samples=lambda rng: [Sample(_r(rng, 3, 1), shape=(2, 3, 4)), Sample(_r(rng, 4), shape=(3, 4))])
 
@@ -316,6 +319,7 @@ def _getitem_rule(ctx, g, template):
 
 
 GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="maybe", kind="view",
+                info=lambda template: {"index": fmt_index(template)},
                 samples=lambda rng: [Sample(_r(rng, 4, 3), template=(1, slice(None))),
                                      Sample(_r(rng, 4, 3), np.array([0, 2, 0]), template=(_ARRAY,))])
 
@@ -352,6 +356,7 @@ def _index_add_rule(ctx, g, shape, template):
 
 
 INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), kind="other",
+                  info=lambda shape, template: {"index": fmt_index(template)},
                   samples=lambda rng: [Sample(_r(rng, 3), np.array([0, 2, 0]), shape=(4,), template=(_ARRAY,)),
                                        Sample(_r(rng, 3), shape=(2, 3), template=(1,))])
 
@@ -426,6 +431,8 @@ def fmt_index(idx):
             parts.append("...")
         elif hasattr(i, "shape"):
             parts.append(f"array{tuple(i.shape)}")
+        elif i is _ARRAY:
+            parts.append("array")
         else:
             parts.append(str(i))
     return "[" + ", ".join(parts) + "]"
@@ -448,7 +455,7 @@ def _concat_fwd(xp, *xs, axis, sizes):
     return xp.concatenate(xs, axis)
 
 
-CONCATENATE = defop("concatenate", _concat_fwd, _concat_rule, kind="other",
+CONCATENATE = defop("concatenate", _concat_fwd, _concat_rule, kind="other", info=lambda axis, sizes: {"axis": axis},
                     torch=lambda th, *xs, axis, sizes: th.cat(xs, axis),
                     samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4, 3), axis=0, sizes=(2, 4)),
                                          Sample(_r(rng, 2, 1), _r(rng, 2, 2), axis=1, sizes=(1, 2))])
@@ -481,6 +488,7 @@ def _stack_rule(ctx, g, axis):
 
 
 STACK = defop("stack", lambda xp, *xs, axis: xp.stack(xs, axis), _stack_rule, kind="other",
+              info=lambda axis: {"axis": axis},
               torch=lambda th, *xs, axis: th.stack(xs, axis),
               samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 2, 3), axis=1)])
 
@@ -506,7 +514,8 @@ def stack(tensors, axis=0, *, dim=None):
 
 
 TO = defop("to", lambda xp, x, device, src: _be.to_device(x, device),
-           lambda ctx, g, device, src: (g.to(src),), kind="other")
+           lambda ctx, g, device, src: (g.to(src),), kind="other", info=lambda device, src: {"device": device},
+           samples=lambda rng: [Sample(_r(rng, 2, 3), device="cpu", src="cpu")])
 
 
 @public(TO, export=False)
@@ -518,7 +527,7 @@ def to_device(x, device):
     return apply(TO, x, device=device, src=src)
 
 
-@composite("move", method="to", export=False)
+@composite("move", method="to", export=False, samples=lambda rng: [Sample(_r(rng, 2, 3), "cpu")])
 def to(x, device=None, dtype=None):
     """Move to ``device`` ("cpu", "cuda", "cuda:N") and/or cast to ``dtype``; differentiable."""
     t = x

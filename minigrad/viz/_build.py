@@ -10,6 +10,7 @@ from . import _labels as L
 from . import _style as S
 from ._graph import Graph, modules, names_of
 from ._gradcolor import grad_styles
+from . import _read as R
 from ._read import root_of
 
 _PREFIX = {"o": "op", "m": "mod", "r": "run"}
@@ -193,7 +194,7 @@ class Builder:
         lines.append(f"{S.shp(meta[0])} {S.dtype_str(meta[1])}")
         rt = n.retained()
         rt = rt if rt is not None else next((r for r, q, kk in self.g.roots if q == p and kk == k), None)
-        grad = getattr(rt, "grad", None) if rt is not None else None
+        grad = R.grad_of(rt) if rt is not None else None
         gl = L.grad_line(grad)
         if gl:
             lines.append(gl)

@@ -24,7 +24,9 @@ from ..tape import fmt_bytes as _fmt_bytes
 
 # -- which kind of op a name is: from the op registry --------------------------------------------
 
-_KINDS = {"reduce": "reduce", "broadcast": "broadcast", "elementwise": "elementwise", "inplace": "inplace"}
+_KINDS = {"reduce": "reduce", "broadcast": "broadcast", "elementwise": "elementwise"}
+# writes whose other operand broadcasts to the tensor written (the in-place forms of registered ops)
+_INPLACE = {"add_", "sub_", "mul_", "div_", "pow_", "remainder_", "copy_", "fill_"}
 
 
 def base_name(op: str) -> str:
@@ -41,13 +43,11 @@ def op_kind(name: str) -> str:
     elementwise op broadcasts its inputs against each other; an in-place op broadcasts
     its operand to the tensor written (an in-place form is named after its op with a ``_``).
     """
-    reg = registry()
-    op = reg.get(base_name(name))
-    if op is not None:
-        return _KINDS.get(op.kind, "other")
-    if name.endswith("_") and name[:-1] in reg:  # add_, mul_...: the op's own rule, written in place
+    b = base_name(name)
+    if b in _INPLACE:
         return "inplace"
-    return "other"
+    op = registry().get(b)
+    return "other" if op is None else _KINDS.get(op.kind, "other")
 
 
 # -- tensors and nodes -------------------------------------------------------------------------
@@ -136,3 +136,8 @@ def _inputs(parents) -> list:
         else:  # a leaf tensor
             out.append((i, p, 0, False))
     return out
+
+
+def grad_of(t):
+    """A tensor's gradient as the engine holds it (no warning for a non-leaf that was not retained)."""
+    return t._grad if hasattr(t, "_grad") else getattr(t, "grad", None)

@@ -1,0 +1,105 @@
+"""Every op in the registry, from its own sample inputs: gradcheck and gradgradcheck in float64,
+values and gradients against PyTorch where PyTorch has the op. An op registered without samples
+fails here. The whole file runs again under MINIGRAD_DEVICE=fakecuda (conftest's device)."""
+import numpy as np
+import pytest
+
+import minigrad as mg
+from minigrad.engine import apply
+
+REG = mg.ops.registry()
+
+
+def _differentiable(op):
+    return op.rule is not None or op.kind == "composite"
+
+
+DIFF = sorted(name for name, op in REG.items() if _differentiable(op))
+
+
+def _inputs(sample, device):
+    """Float arrays -> leaves that require grad (float64, on the device); int/bool arrays -> constants."""
+    out = []
+    for k, a in enumerate(sample.args):
+        if isinstance(a, np.ndarray):
+            diff = a.dtype.kind == "f" and k not in sample.nondiff
+            out.append(mg.tensor(a.astype(np.float64) if a.dtype.kind == "f" else a, device=device,
+                                 requires_grad=diff))
+        else:
+            out.append(a)
+    return out
+
+
+def _call(op, sample):
+    if op.forward is not None:
+        return lambda *xs: apply(op, *xs, **sample.kwargs)
+    return lambda *xs: op.frontend(*xs, **sample.kwargs)
+
+
+def test_every_differentiable_op_declares_samples():
+    missing = [name for name in DIFF if REG[name].samples is None]
+    assert not missing, f"ops registered without samples (add samples= beside the definition): {missing}"
+
+
+def test_the_registry_drives_methods_exports_and_numpy_dispatch():
+    assert mg.exp is REG["exp"].frontend and mg.Tensor.exp is REG["exp"].frontend
+    assert mg.log1p is REG["log1p"].frontend and mg.Tensor.log1p is REG["log1p"].frontend
+    assert mg.ops.numpy_functions()[np.log1p] is mg.log1p
+    for name, fn in mg.ops.exports().items():
+        assert getattr(mg, name) is fn, name
+    for op in REG.values():
+        for m in op.method:
+            assert getattr(mg.Tensor, m) is op.frontend, (op.name, m)
+
+
+@pytest.mark.parametrize("name", DIFF)
+def test_gradcheck_and_gradgradcheck(name, device):
+    op = REG[name]
+    if op.samples is None:
+        pytest.fail(f"{name}: registered without samples")
+    for sample in op.samples(np.random.default_rng(0)):
+        xs = _inputs(sample, device)
+        if not any(isinstance(x, mg.Tensor) and x.requires_grad for x in xs):
+            continue
+        fn = _call(op, sample)
+        assert mg.gradcheck(fn, xs), (name, sample)
+        assert mg.gradgradcheck(fn, xs), (name, sample)
+
+
+TORCHED = sorted(name for name in DIFF if REG[name].torch is not None)
+
+
+@pytest.mark.parametrize("name", TORCHED)
+def test_values_and_gradients_match_torch(name, device):
+    torch = pytest.importorskip("torch")
+    op = REG[name]
+    rng = np.random.default_rng(1)
+    for sample in op.samples(np.random.default_rng(0)):
+        xs = _inputs(sample, device)
+        out = _call(op, sample)(*xs)
+        ts = []
+        for x in xs:
+            if isinstance(x, mg.Tensor):
+                ts.append(torch.tensor(x.numpy(), requires_grad=x.requires_grad))
+            else:
+                ts.append(x)
+        tout = op.torch(torch, *ts, **sample.kwargs)
+        np.testing.assert_allclose(out.numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+        if not out.requires_grad:
+            continue
+        w = rng.standard_normal(out.shape)
+        (out * mg.tensor(w, device=device)).sum().backward()
+        (tout * torch.tensor(w)).sum().backward()
+        for x, t in zip(xs, ts, strict=True):
+            if isinstance(x, mg.Tensor) and x.requires_grad:
+                np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def test_a_new_elementwise_op_is_one_definition():
+    """log1p was added as one _unary(...) line in ops/elementwise.py: method, export, NumPy entry."""
+    x = mg.tensor([1e-10, 0.5], dtype=mg.float64, requires_grad=True)
+    y = x.log1p()
+    y.sum().backward()
+    np.testing.assert_allclose(y.numpy(), np.log1p([1e-10, 0.5]))
+    np.testing.assert_allclose(x.grad.numpy(), 1 / (1 + np.array([1e-10, 0.5])))
+    assert REG["log1p"].export == "log1p" and "log1p" in REG["log1p"].method
