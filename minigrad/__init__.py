@@ -19,7 +19,8 @@ from .creation import (
     arange, empty, eye, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, randint,
     randn, tensor, zeros, zeros_like,
 )
-from .engine import enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .backward import grad
+from .engine import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .errors import AxisError, GradcheckError, MinigradError
 from .gradcheck import gradcheck, gradgradcheck
 from .tensor import Tensor, get_default_dtype, set_default_dtype

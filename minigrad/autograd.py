@@ -6,7 +6,8 @@ user-defined ops in ``function.py``; the printable tape in ``tape.py``; the prof
 """
 from __future__ import annotations
 
-from .engine import Node, enable_grad, grad, is_grad_enabled, no_grad, set_grad_enabled
+from .backward import grad
+from .engine import Node, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .function import Function, FunctionCtx
 from .tape import Tape, tape
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import engine as _ag
+from . import autograd as _ag
 from .backend import array_module, to_numpy
 from .errors import GradcheckError
 from .tensor import Tensor, wrap as _wrap

@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 
 from . import _state
-from . import _state
 from .tape import fmt_bytes
 
 __all__ = ["Profile", "OpStats"]

@@ -1,7 +1,7 @@
 """The tape as users see it: ``mg.autograd.tape(t)``, a list of Nodes that prints as a table."""
 from __future__ import annotations
 
-from .engine import _collect as collect
+from .backward import _collect as collect
 
 __all__ = ["Tape", "tape", "fmt_bytes"]
 

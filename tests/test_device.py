@@ -4,7 +4,6 @@ op giving the same values and gradients on the CUDA device as on the CPU.
 The ``cuda`` fixture is the GPU where CuPy and a GPU are present, else the CPU stand-in
 ``minigrad._fakecupy`` (which refuses what CuPy refuses), so these run on every machine.
 """
-import os
 import subprocess
 import sys
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import _state, autograd
+from minigrad import _state
 
 
 def leaf(*shape, seed=0):

@@ -8,7 +8,7 @@ and its label in pictures all follow from that entry.
 """
 from __future__ import annotations
 
-from .. import engine as _engine
+from .. import backward as _backward
 from ..tensor import Tensor
 from . import einsum, elementwise, inplace, linalg, nn, reduce, shape  # noqa: F401 - each registers its ops
 from ._registry import Sample, registry
@@ -40,8 +40,8 @@ def _bind() -> None:
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = elementwise.abs
     Tensor.T = property(lambda self: shape.transpose(self), doc="The dims reversed (a view).")
-    Tensor.mT = property(lambda self: shape.swapaxes(self, -1, -2), doc="The last two dims swapped (a view).")
-    Tensor.backward = _engine.backward
+    Tensor.mT = property(shape.matrix_transpose, doc="The last two dims swapped (a view).")
+    Tensor.backward = _backward.backward
     Tensor._refresh_view = inplace.refresh_view
 
 

@@ -7,6 +7,8 @@ from .. import backend as _be
 from ..engine import apply
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
+from .reduce import SUM
+from .shape import PERMUTE
 
 
 def _mm_rule(ctx, g):
@@ -51,6 +53,12 @@ def matmul(a, b):
     >>> mg.matmul(mg.ones(2, 3), mg.ones(3, 4)).shape
     (2, 4)
     """
+    if a.__class__ is Tensor and b.__class__ is Tensor and a.data.ndim >= 2 and b.data.ndim >= 2 \
+            and a.data.shape[-1] == b.data.shape[-2]:
+        try:
+            return apply(MATMUL, a, b)  # the common case: the checks below are for the messages
+        except ValueError:
+            pass
     if hasattr(a, "_sparse_matmul") or hasattr(b, "_sparse_matmul"):  # sparse x dense never densifies
         return (a if hasattr(a, "_sparse_matmul") else b)._sparse_matmul(a, b)
     sa, sb = _shape(a), _shape(b)
@@ -89,6 +97,8 @@ def outer(a, b):
 
 
 def _linear_fwd(xp, x, w, b=None):
+    if x.ndim > 2:  # as rows: NumPy's stacked product with a transposed operand is slow
+        return _linear_fwd(xp, x.reshape(-1, x.shape[-1]), w, b).reshape(x.shape[:-1] + (w.shape[0],))
     out = _be.matmul(x, w.T)
     if b is not None:
         if out.dtype == b.dtype and out.ndim >= 1:
@@ -101,14 +111,15 @@ def _linear_fwd(xp, x, w, b=None):
 def _linear_rule(ctx, g):
     x, w = ctx.saved[:2]
     p = ctx.parents
-    gx = g @ w if p[0] is not None else None
+    gx = apply(MATMUL, g, w) if p[0] is not None else None
     gw = gb = None
     if p[1] is not None or (len(p) == 3 and p[2] is not None):
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         if p[1] is not None:
-            gw = g2.mT @ (x if x.ndim == 2 else x.reshape(-1, x.shape[-1]))
+            x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
+            gw = apply(MATMUL, apply(PERMUTE, g2, dims=(1, 0)), x2)
         if len(p) == 3 and p[2] is not None:
-            gb = g2.sum(axis=0)
+            gb = apply(SUM, g2, axes=(0,), keepdims=False, dtype=None)
     return gx, gw, gb
 
 

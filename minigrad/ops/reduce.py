@@ -147,8 +147,13 @@ def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
     >>> mg.sum(mg.ones(2, 3), axis=-1)
     tensor([3., 3.])
     """
-    axis = pick("axis", axis, "dim", dim, None, "sum")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "sum"))
+    if dim is not NOARG or keepdim is not NOARG:
+        axis = pick("axis", axis, "dim", dim, None, "sum")
+        keepdims = pick("keepdims", keepdims, "keepdim", keepdim, False, "sum")
+    else:
+        axis = None if axis is NOARG else axis
+        keepdims = False if keepdims is NOARG else keepdims
+    keepdims = bool(keepdims)
     x = _t(x, "sum")
     nd = x.data.ndim
     if axis is None:

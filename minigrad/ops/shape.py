@@ -176,6 +176,20 @@ def swapaxes(x, a, b):
     return permute(x, dims)
 
 
+_MT = {}  # ndim -> the permutation that swaps the last two dims
+
+
+def matrix_transpose(x):
+    """``x.mT``: the last two dims swapped (a view)."""
+    nd = x.data.ndim
+    dims = _MT.get(nd)
+    if dims is None:
+        if nd < 2:
+            raise ValueError(f"mT: needs at least 2 dims, got a tensor of shape {x.shape}")
+        dims = _MT[nd] = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    return apply(PERMUTE, x, dims=dims)
+
+
 # -- squeeze / unsqueeze -------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .. import engine as _ag
+from .. import autograd as _ag
 from .. import backend as _be
 from ..tensor import Tensor, wrap as _wrap
 

@@ -24,7 +24,7 @@ import numbers
 
 import numpy as np
 
-from .. import engine as _ag
+from .. import backward as _ag
 from .. import backend as _be
 from .._util import NOARG
 from ..tensor import Tensor, wrap as _wrap

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import backward as _bw
 from .. import engine as _ag
 from ..ops import registry
 from ..tape import fmt_bytes as _fmt_bytes
@@ -64,7 +65,7 @@ def root_of(t) -> tuple:
 
 def collect(nodes) -> Ops:
     """The ops reachable from ``nodes``, in the order they ran (no recursion)."""
-    return Ops(list(reversed(_ag._collect(nodes))) if nodes else [])
+    return Ops(list(reversed(_bw._collect(nodes))) if nodes else [])
 
 
 fmt_bytes = _fmt_bytes

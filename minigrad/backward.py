@@ -1,0 +1,338 @@
+"""The backward engine: the reverse walk over the tape, ``grad()`` and ``Tensor.backward``.
+
+Backward collects the Nodes reachable from its roots with an explicit stack, orders them by
+creation (a Node always runs after its inputs' Nodes), and walks them in reverse, calling each
+Node's rule (``engine.Op.rule``). No Python recursion anywhere, and Nodes never point at their
+output Tensor, so a graph dies with its output. In a first-order pass the thread's recording
+is off, so the Tensor ops rules call record nothing and gradients add up as plain arrays.
+"""
+from __future__ import annotations
+
+import operator
+import time
+
+import numpy as np
+
+from . import _state
+from . import backend as _be
+from .engine import Node, _as_array, edge
+from .tensor import Tensor, wrap
+
+_get_mode = _state.get
+_perf = time.perf_counter
+_nd = np.ndarray
+
+def _seed(t, g, graph):
+    """The output gradient of root ``t``, checked and as a Tensor."""
+    if g is None:
+        if t.data.size != 1:
+            raise RuntimeError(
+                f"backward: grad can be implicitly created only for one-element outputs; this "
+                f"output has shape {t.shape}. Pass grad= (a tensor of shape {t.shape})"
+            )
+        d = t.data
+        return wrap(_be.array_module(d).ones(d.shape, dtype=d.dtype))
+    if hasattr(g, "_sparse_values_for_grad"):
+        raise TypeError(
+            f"backward: got a sparse gradient for a dense output of shape {t.shape}; pass a dense "
+            "Tensor (s.to_dense()) of that shape")
+    if not isinstance(g, Tensor):
+        if isinstance(g, (str, bytes)) or not (isinstance(g, (int, float, list, tuple, np.generic))
+                                              or hasattr(g, "shape")):
+            raise TypeError(
+                f"backward: grad must be a Tensor (or an array / number) of shape {t.shape}, "
+                f"got {type(g).__name__}")
+        g = wrap(_be.array_module(t.data).asarray(g, dtype=t.dtype))
+    if g.shape != t.shape:
+        raise RuntimeError(
+            f"backward: grad has shape {g.shape} but the output has shape {t.shape}; they must match exactly"
+        )
+    if g.dtype != t.dtype:
+        g = g.astype(t.dtype)
+    return g if graph else wrap(g.data)
+
+
+def _collect(roots):
+    """Every Node reachable from ``roots``, in reverse creation order (no recursion)."""
+    seen = set(roots)
+    stack = list(seen)
+    pop, push, add = stack.pop, stack.append, seen.add
+    while stack:
+        for p in pop().parents:
+            c = p.__class__
+            if c is Node:
+                if p not in seen:
+                    add(p)
+                    push(p)
+            elif c is tuple:
+                p = p[0]
+                if p not in seen:
+                    add(p)
+                    push(p)
+    order = list(seen)
+    order.sort(key=_seq_of, reverse=True)
+    return order
+
+
+_seq_of = operator.attrgetter("seq")
+
+
+def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture=None):
+    """The reverse pass. With ``capture`` (a dict: id(leaf) or (id(node), index) -> slot)
+    gradients are returned there instead of accumulated into leaves' ``.grad`` (``mg.grad``)."""
+    graph = create_graph
+    roots = []
+    leaves = {}  # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once
+    for t, g in zip(tensors, grads, strict=True):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"backward: expected Tensors, got {type(t).__name__}")
+        if not t._rg:
+            raise RuntimeError(
+                "backward: the tensor does not require grad and has no grad_fn (was it computed "
+                "under no_grad, or from tensors without requires_grad=True?)"
+            )
+        g = _seed(t, g, graph)
+        e = edge(t)  # a view written since it was taken is re-derived first
+        if e.__class__ is not Node and e.__class__ is not tuple:  # a leaf
+            _add_to(leaves, e, g)
+            continue
+        node, idx = (e, 0) if e.__class__ is Node else e
+        _node_add(node, idx, g)
+        roots.append(node)
+    token = _state.set_grad(graph)  # rules record only with create_graph
+    order = ()
+    try:
+        order = _collect(roots) if roots else ()
+        _walk(order, graph, retain_graph, capture, leaves)
+    finally:
+        _state.reset(token)
+        for n in order:
+            n._g = None
+    for leaf, g in leaves.values():
+        if leaf._hooks:
+            g = _call_hooks(leaf._hooks, g)
+        if capture is not None:
+            if id(leaf) in capture:
+                _capture_add(capture, id(leaf), g)
+        else:
+            _accumulate_leaf(leaf, g, graph)
+
+
+def _walk(order, graph, retain_graph, capture, leaves):
+    observers = _get_mode().observers
+    if observers:  # the ops rules run count as their rule's backward time, not as forward calls
+        token = _state.without_observers(graph)
+        try:
+            return _walk_nodes(order, graph, retain_graph, capture, leaves, observers)
+        finally:
+            _state.reset(token)
+    return _walk_nodes(order, graph, retain_graph, capture, leaves, ())
+
+
+def _walk_nodes(order, graph, retain_graph, capture, leaves, observers):
+    plain = capture is None and not observers
+    for n in order:
+        g = n._g
+        if g is None:
+            if not retain_graph:
+                n.release()
+            continue
+        n._g = None
+        if plain and not n.special:
+            if n.freed:
+                n.check()
+            for cell, v, _ in n.vers:
+                if cell[0] != v:
+                    n.check()
+            p = n.params
+            grads = n.opdef.rule(n, g) if p is None else n.opdef.rule(n, g, **p)
+        else:
+            grads = _run_rule(n, g, graph, capture, observers)
+        if not retain_graph:
+            n.release()
+        _send(n, grads, leaves, graph)
+
+
+def _run_rule(n, g, graph, capture, observers):
+    """The full path for one node: hooks, retain_grad, mg.grad's capture, several outputs,
+    observers (profile, anomaly)."""
+    if n.n_out == 1:
+        if n._hooks:
+            g = _call_hooks(n._hooks, g)
+        if n.retain is not None:
+            t = n.retain()
+            if t is not None:
+                t._grad = g if t._grad is None else t._grad + g
+        if capture is not None and (id(n), 0) in capture:
+            _capture_add(capture, (id(n), 0), g)
+    elif capture is not None:
+        for i, gi in enumerate(g):
+            if gi is not None and (id(n), i) in capture:
+                _capture_add(capture, (id(n), i), gi)
+    n.check()
+    p = n.params or {}
+    if not observers:
+        return n.opdef.rule(n, g, **p)
+    t0 = _perf()
+    grads = n.opdef.rule(n, g, **p)
+    dt = _perf() - t0
+    for o in observers:
+        o.backward(n, dt, grads)
+    return grads
+
+
+def _send(n, grads, leaves, graph):
+    """Hand each input its gradient: checked against the input, summed where inputs repeat
+    (in a first-order pass the sums are plain array additions: nothing records them)."""
+    for p, gi, m in zip(n.parents, grads, n.meta, strict=False):
+        if p is None or gi is None:
+            continue
+        if gi.__class__ is not Tensor and not isinstance(gi, Tensor):
+            raise TypeError(f"the gradient rule of {n.op!r} returned {type(gi).__name__}, expected a Tensor")
+        d = gi.data
+        if d.shape != m[0]:
+            if not n.opdef.broadcast:
+                raise RuntimeError(
+                    f"internal error: the gradient rule of {n.op!r} returned shape "
+                    f"{d.shape} for an input of shape {m[0]}"
+                )
+            gi = gi.sum_to(m[0])
+        dt = d.dtype
+        if dt is not m[1] and dt != m[1]:
+            gi = gi.astype(m[1])
+        c = p.__class__
+        if c is Node and not p.special:
+            pg = p._g
+            p._g = gi if pg is None else pg + gi if graph else wrap(_as_array(pg.data + gi.data))
+        elif c is Node:
+            _node_add(p, 0, gi)
+        elif c is tuple:
+            _node_add(p[0], p[1], gi)
+        else:
+            e = leaves.get(id(p))
+            if e is None:
+                leaves[id(p)] = [p, gi]
+            else:
+                e[1] = e[1] + gi if graph else wrap(_as_array(e[1].data + gi.data))
+
+
+def _add_to(leaves, leaf, g):
+    e = leaves.get(id(leaf))
+    if e is None:
+        leaves[id(leaf)] = [leaf, g]
+    else:
+        e[1] = e[1] + g
+
+
+def _node_add(node, idx, g):
+    if node.n_out == 1:
+        node._g = g if node._g is None else node._g + g
+    else:
+        if node._g is None:
+            node._g = [None] * node.n_out
+        cur = node._g[idx]
+        node._g[idx] = g if cur is None else cur + g
+
+
+def _capture_add(capture, key, g):
+    cur = capture[key]
+    capture[key] = g if cur is None else cur + g
+
+
+def _call_hooks(hooks, g):
+    for h in hooks:
+        r = h(g)
+        if r is not None:
+            if not isinstance(r, Tensor):
+                raise TypeError(f"a gradient hook must return a Tensor or None, got {type(r).__name__}")
+            g = r
+    return g
+
+
+def _accumulate_leaf(leaf, g, graph):
+    if graph:
+        leaf._grad = g if leaf._grad is None else leaf._grad + g
+        return
+    total = g.data if leaf._grad is None else _as_array(leaf._grad.data + g.data)
+    leaf._grad = wrap(_readonly(total))
+
+
+def _readonly(a):
+    """A read-only view of a gradient array, so that one array shared by two gradients is
+    never changed through the other (NumPy only: CuPy has no read-only flag)."""
+    if a.__class__ is _nd:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, allow_unused=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned instead of accumulated.
+
+    Args:
+        outputs: a Tensor or a sequence of Tensors.
+        inputs: a Tensor or a sequence of Tensors (leaves or not).
+        grad_outputs: the gradients of the outputs (None for one-element outputs).
+        retain_graph: keep the graph for another backward (defaults to ``create_graph``).
+        create_graph: record the backward pass, so the result can be differentiated again.
+        allow_unused: return None for an input the outputs do not depend on, instead of raising.
+
+    Returns:
+        a tuple with one gradient Tensor (or None) per input.
+
+    >>> x = mg.tensor([1.0, 2.0], requires_grad=True)
+    >>> (gx,) = mg.grad((x * x).sum(), x)     # gx == 2 * x
+    """
+    outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    single = isinstance(inputs, Tensor) or hasattr(inputs, "_sparse_values_for_grad")
+    inputs_t = (inputs,) if single else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    else:
+        grad_outputs = list(grad_outputs)
+    if len(grad_outputs) != len(outputs):
+        raise ValueError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    keys, wrappers, capture = [], [], {}
+    for x in inputs_t:
+        sp = getattr(x, "_sparse_values_for_grad", None)
+        wrappers.append(x if sp is not None else None)
+        if sp is not None:
+            x = sp()
+        if not isinstance(x, Tensor):
+            raise TypeError(f"grad: inputs must be Tensors, got {type(x).__name__}")
+        if not x._rg:
+            raise RuntimeError("grad: one of the inputs does not require grad")
+        e = edge(x)
+        key = (id(e), 0) if e.__class__ is Node else (id(e[0]), e[1]) if e.__class__ is tuple else id(e)
+        keys.append(key)
+        capture[key] = None
+    run_backward(outputs, grad_outputs, retain_graph=retain_graph, create_graph=create_graph, capture=capture)
+    result = []
+    for key, w in zip(keys, wrappers, strict=True):
+        g = capture[key]
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(
+                    "grad: one of the differentiated tensors was not used to compute the outputs; "
+                    "pass allow_unused=True to get None for it"
+                )
+            result.append(None)
+            continue
+        result.append(g if w is None else w._grad_like(g))
+    return tuple(result)
+
+
+def backward(t, grad=None, retain_graph=False, create_graph=False) -> None:
+    """Accumulate d(t)/d(leaf) into every leaf's ``.grad`` (bound as ``Tensor.backward``).
+
+    Args:
+        grad: the gradient of some scalar with respect to ``t`` (same shape); may be
+            omitted for a one-element tensor.
+        retain_graph: keep saved values so backward can run through the graph again.
+        create_graph: record the backward pass (for higher-order gradients).
+    """
+    run_backward([t], [grad], retain_graph=retain_graph or create_graph, create_graph=create_graph)
