@@ -183,15 +183,15 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
     outs = tuple(v.shape[2:2 + nd])
     g = groups
     v = v.reshape((n, g, cg) + outs + ks)                      # a view: the channel dim splits
-    # (n, g, c, kernel..., out...): the copy then walks the output positions innermost, along the
-    # rows of the input, and the einsum reads it as (c kernel) x (out) matrices without copying again
-    perm = (0, 1, 2) + tuple(3 + nd + i for i in range(nd)) + tuple(3 + i for i in range(nd))
-    cols = v.permute(perm).contiguous()
-    w = weight.reshape((g, o // g, cg) + ks).expand((n, g, o // g, cg) + ks)  # a stride-0 batch dim
     kn = " ".join(f"k{a}" for a in _LETTERS[-nd:])
     on = " ".join(f"o{a}" for a in _LETTERS[-nd:])
     import minigrad as _mg  # the einsum entry point is resolved lazily by the package
 
+    # (n, g, c, kernel..., out...): the copy walks the output positions innermost and the
+    # einsum is one (out/g, c kernel) x (c kernel, out) matmul per sample and group
+    perm = (0, 1, 2) + tuple(3 + nd + i for i in range(nd)) + tuple(3 + i for i in range(nd))
+    cols = v.permute(perm).contiguous()
+    w = weight.reshape((g, o // g, cg) + ks).expand((n, g, o // g, cg) + ks)  # a stride-0 batch dim
     out = _mg.einsum(cols, w, f"n g c {kn} {on}, n g f c {kn} -> n g f {on}")
     out = out.reshape((n, o) + outs)
     if bias is not None:
