@@ -331,6 +331,17 @@ def test_gelu_silu_match_torch():
     first_and_second(F.silu, torch.nn.functional.silu, [x], rng, torch)
 
 
+def test_erfc_fallback_matches_math_erfc():
+    from minigrad.nn.conv import _erfc_array, _erfc_cody
+
+    z = np.concatenate([np.linspace(-30, 30, 20001), [0.0, 0.46875, -0.46875, 4.0, -4.0, 27.0]])
+    ref = np.array([math.erfc(v) for v in z])
+    for f in (_erfc_cody, _erfc_array):
+        got = to_np(f(mg.tensor(z).data))
+        np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-305)  # relative: far tails too
+    assert _erfc_cody(mg.tensor(z.astype(np.float32)).data).dtype == np.float32
+
+
 def test_gelu_silu_gradgradcheck():
     x = leaf(np.random.default_rng(9).standard_normal(7) * 3)
     for f in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu):
