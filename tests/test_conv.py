@@ -147,7 +147,8 @@ def test_conv_matches_torch_first_and_second_order(nd):
     for _ in range(20):
         x, w, b, kw = _conv_case(rng, nd)
         arrays = [x, w] + ([b] if b is not None else [])
-        first_and_second(lambda *a: mg_conv(*a, **kw), lambda *a: th_conv(*a, **kw), arrays, rng, torch)
+        first_and_second(lambda *a, kw=kw: mg_conv(*a, **kw), lambda *a, kw=kw: th_conv(*a, **kw), arrays, rng,
+                         torch)
 
 
 @pytest.mark.parametrize("kw", [
@@ -232,7 +233,7 @@ def test_max_pool2d_matches_torch():
             if any((k - 1) * 2 + 1 > s + 2 * p for k, s, p in zip(kw["kernel_size"], x.shape[2:], kw["padding"],
                                                                    strict=True)):
                 kw["dilation"] = 1
-        first_and_second(lambda a: F.max_pool2d(a, **kw), lambda a: torch.nn.functional.max_pool2d(a, **kw),
+        first_and_second(lambda a, kw=kw: F.max_pool2d(a, **kw), lambda a, kw=kw: torch.nn.functional.max_pool2d(a, **kw),
                          [x], rng, torch)
         _, idx = F.max_pool2d(mg.tensor(x), return_indices=True, **kw)
         _, tidx = torch.nn.functional.max_pool2d(torch.tensor(x), return_indices=True, **kw)
@@ -245,7 +246,7 @@ def test_avg_pool2d_matches_torch():
     for i in range(20):
         x, kw = _pool_case(rng)
         kw["count_include_pad"] = bool(i % 2)
-        first_and_second(lambda a: F.avg_pool2d(a, **kw), lambda a: torch.nn.functional.avg_pool2d(a, **kw),
+        first_and_second(lambda a, kw=kw: F.avg_pool2d(a, **kw), lambda a, kw=kw: torch.nn.functional.avg_pool2d(a, **kw),
                          [x], rng, torch)
     x = rng.standard_normal((2, 3, 6, 5))
     close(F.avg_pool2d(mg.tensor(x), 3, 1, 1, divisor_override=2),
@@ -326,8 +327,8 @@ def test_gelu_silu_match_torch():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((3, 4)) * 3
     for approx in ("none", "tanh"):
-        first_and_second(lambda z: F.gelu(z, approximate=approx),
-                         lambda z: torch.nn.functional.gelu(z, approximate=approx), [x], rng, torch)
+        first_and_second(lambda z, a=approx: F.gelu(z, approximate=a),
+                         lambda z, a=approx: torch.nn.functional.gelu(z, approximate=a), [x], rng, torch)
     first_and_second(F.silu, torch.nn.functional.silu, [x], rng, torch)
 
 

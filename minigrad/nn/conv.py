@@ -265,7 +265,7 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     k = int(np.prod(ks))
     first = v.reshape(lead + (k,)).argmax(axis=-1)            # (..., out...) flat index in the window
     index = []
-    for i, ax in enumerate(range(x.ndim)):
+    for ax in range(x.ndim):
         if ax < x.ndim - nd:
             shape = [1] * x.ndim
             shape[ax] = lead[ax]
