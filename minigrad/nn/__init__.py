@@ -666,3 +666,15 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+# convolution, pooling, batch norm and activation layers (layers_conv.py), and nn.utils (issue 22)
+from .layers_conv import (  # noqa: E402
+    GELU, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d,
+    SiLU, Softmax,
+)
+from . import utils  # noqa: E402
+
+__all__ += [
+    "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
+    "BatchNorm2d", "GELU", "SiLU", "Softmax", "utils",
+]

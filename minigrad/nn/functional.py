@@ -269,3 +269,14 @@ def embedding(indices, weight):
             raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for {n} embeddings")
     # index by the Tensor itself when there is one: getitem saves it with its version
     return weight[indices if isinstance(indices, Tensor) else idx]
+
+# convolution, pooling, batch norm and smooth activations live in conv.py (issue 22)
+from .conv import (  # noqa: E402
+    adaptive_avg_pool2d, avg_pool1d, avg_pool2d, batch_norm, conv1d, conv2d, gelu, max_pool1d, max_pool2d, pad,
+    silu,
+)
+
+__all__ += [
+    "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "gelu",
+    "silu", "batch_norm", "pad",
+]

@@ -1,0 +1,347 @@
+"""Layers for convolutional nets and transformers: Conv1d, Conv2d, MaxPool2d, AvgPool2d,
+BatchNorm1d, BatchNorm2d, GELU, SiLU, Softmax.
+
+PyTorch's parameter names, shapes and default initialisation, so a ``state_dict`` moves
+between the two by name::
+
+    >>> conv = mg.nn.Conv2d(3, 16, 3, padding=1)
+    >>> conv.weight.shape, conv.bias.shape
+    ((16, 3, 3, 3), (16,))
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+from .. import creation as _creation
+from ..tensor import Tensor
+from . import Module, Parameter, init
+from . import conv as _C
+
+__all__ = [
+    "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
+    "BatchNorm1d", "BatchNorm2d", "GELU", "SiLU", "Softmax",
+]
+
+
+# -- convolution ------------------------------------------------------------------------------------
+
+
+class _ConvNd(Module):
+    _nd = 2
+    _op = "Conv2d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
+        super().__init__()
+        nd, op = self._nd, self._op
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"{op}: only padding_mode='zeros' is implemented, got {padding_mode!r}")
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise ValueError(
+                f"{op}: in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by "
+                f"groups ({groups})"
+            )
+        self.in_channels = int(in_channels)
+        self.out_channels = int(out_channels)
+        self.kernel_size = _C._ntuple(kernel_size, nd, "kernel_size", op)
+        self.stride = _C._ntuple(stride, nd, "stride", op)
+        self.padding = padding if isinstance(padding, str) else _C._ntuple(padding, nd, "padding", op, minimum=0)
+        if isinstance(padding, str) and padding not in ("same", "valid"):
+            raise ValueError(f"{op}: padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
+        if padding == "same" and any(s != 1 for s in self.stride):
+            raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
+        self.dilation = _C._ntuple(dilation, nd, "dilation", op)
+        self.groups = int(groups)
+        self.padding_mode = padding_mode
+        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+        self.weight = Parameter(_creation.empty(*shape, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(_creation.empty(self.out_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """PyTorch's default: kaiming_uniform_(a=sqrt(5)) for the weight, U(+-1/sqrt(fan_in)) for the bias."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1] * int(np.prod(self.kernel_size))
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        if self.padding != (0,) * self._nd:
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._nd:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over (N, C, H, W): ``weight`` (out, in / groups, kH, kW), ``bias`` (out,).
+
+    Arguments as PyTorch's ``nn.Conv2d`` (``padding_mode`` only ``"zeros"``); float32 unless
+    ``dtype`` says otherwise.
+
+    >>> mg.nn.Conv2d(1, 8, 3, padding=1)(mg.zeros(4, 1, 8, 8)).shape
+    (4, 8, 8, 8)
+    """
+
+    _nd = 2
+    _op = "Conv2d"
+
+    def forward(self, x):
+        return _C.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over (N, C, L): ``weight`` (out, in / groups, k), ``bias`` (out,).
+
+    >>> mg.nn.Conv1d(4, 8, 5, padding=2)(mg.zeros(2, 4, 30)).shape
+    (2, 8, 30)
+    """
+
+    _nd = 1
+    _op = "Conv1d"
+
+    def forward(self, x):
+        return _C.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+# -- pooling ----------------------------------------------------------------------------------------------
+
+
+class MaxPool2d(Module):
+    """Max over (kH, kW) windows; ``stride`` defaults to the kernel size (PyTorch's ``nn.MaxPool2d``).
+
+    >>> mg.nn.MaxPool2d(2)(mg.zeros(1, 3, 8, 8)).shape
+    (1, 3, 4, 4)
+    """
+
+    _nd = 2
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices: bool = False,
+                 ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, x):
+        f = _C.max_pool2d if self._nd == 2 else _C.max_pool1d
+        return f(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(MaxPool2d):
+    """Max over windows of (N, C, L) (PyTorch's ``nn.MaxPool1d``)."""
+
+    _nd = 1
+
+
+class AvgPool2d(Module):
+    """Mean over (kH, kW) windows (PyTorch's ``nn.AvgPool2d``).
+
+    >>> mg.nn.AvgPool2d(2)(mg.ones(1, 3, 8, 8)).shape
+    (1, 3, 4, 4)
+    """
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, x):
+        return _C.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                             self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(Module):
+    """Mean over windows of (N, C, L) (PyTorch's ``nn.AvgPool1d``)."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = kernel_size if stride is None else stride
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, x):
+        return _C.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    """Average pooling to ``output_size`` (an int or (oH, oW)), PyTorch's ``nn.AdaptiveAvgPool2d``."""
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, x):
+        return _C.adaptive_avg_pool2d(x, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+# -- batch normalisation ----------------------------------------------------------------------------------
+
+
+class _BatchNorm(Module):
+    _dims = (2, 3)
+    _op = "BatchNorm1d"
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
+                 track_running_stats: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.num_features = int(num_features)
+        self.eps = float(eps)
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        c = self.num_features
+        if affine:
+            self.weight = Parameter(_creation.ones(c, dtype=dtype, device=device))
+            self.bias = Parameter(_creation.zeros(c, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", _creation.zeros(c, dtype=dtype, device=device))
+            self.register_buffer("running_var", _creation.ones(c, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", _creation.zeros((), dtype=np.int64, device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batches seen."""
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            init.zeros_(self.num_batches_tracked)
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            init.zeros_(self.bias)
+
+    def forward(self, x):
+        if not isinstance(x, Tensor):
+            x = Tensor(x)
+        if x.ndim not in self._dims:
+            raise ValueError(f"{self._op}: expected {' or '.join(f'{d}-D' for d in self._dims)} input, got shape {x.shape}")
+        if x.shape[1] != self.num_features:
+            raise ValueError(f"{self._op}: expected {self.num_features} channels in dim 1, got input of shape {x.shape}")
+        momentum = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # a cumulative average of every batch seen
+                momentum = 1.0 / float(self.num_batches_tracked.item())
+        # PyTorch's rule: batch statistics in training or when no running ones are kept
+        use_batch = self.training or (self.running_mean is None and self.running_var is None)
+        rm = self.running_mean if not self.training or self.track_running_stats else None
+        rv = self.running_var if not self.training or self.track_running_stats else None
+        return _C.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of (N, C) or (N, C, L) over all but the channel dim, PyTorch's
+    ``nn.BatchNorm1d``: ``weight`` (ones), ``bias`` (zeros), buffers ``running_mean``,
+    ``running_var`` (unbiased, updated with ``momentum``; None for a cumulative average) and
+    ``num_batches_tracked``. Training normalises with the batch's statistics, eval with the
+    running ones.
+
+    >>> bn = mg.nn.BatchNorm1d(3)
+    >>> list(bn.state_dict())
+    ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
+    """
+
+    _dims = (2, 3)
+    _op = "BatchNorm1d"
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of (N, C, H, W) per channel, PyTorch's ``nn.BatchNorm2d`` (see BatchNorm1d)."""
+
+    _dims = (4,)
+    _op = "BatchNorm2d"
+
+
+# -- activations --------------------------------------------------------------------------------------------
+
+
+class GELU(Module):
+    """``x * Phi(x)`` (``approximate="none"``) or its tanh approximation (``"tanh"``)."""
+
+    def __init__(self, approximate: str = "none"):
+        super().__init__()
+        if approximate not in ("none", "tanh"):
+            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
+        self.approximate = approximate
+
+    def forward(self, x):
+        return _C.gelu(x, self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
+
+
+class SiLU(Module):
+    """``x * sigmoid(x)``."""
+
+    def forward(self, x):
+        return _C.silu(x)
+
+
+class Softmax(Module):
+    """Softmax along ``dim`` (PyTorch's ``nn.Softmax``; ``dim=None`` uses PyTorch's legacy
+    choice, with a warning)."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
+            raise TypeError(f"Softmax: dim must be an int or None, got {dim!r}")
+        self.dim = dim
+
+    def forward(self, x):
+        from . import functional as F
+
+        x = x if isinstance(x, Tensor) else Tensor(x)
+        dim = self.dim if self.dim is not None else _C._softmax_dim(x.ndim)
+        return F.softmax(x, dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"

@@ -1,0 +1,73 @@
+"""Smoke tests of the convolution and transformer examples: a few steps on small data, pictures
+into a temporary folder. The full runs and their figures of merit (cnn_digits >= 98 % test
+accuracy; char_transformer's held-out loss below the bigram baseline) are the examples
+themselves: ``python examples/<name>.py``."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def load(name):
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
+    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _has(mod):
+    return importlib.util.find_spec(mod) is not None
+
+
+def _quiet(*args):
+    pass
+
+
+@pytest.mark.skipif(not _has("sklearn"), reason="cnn_digits needs scikit-learn's bundled data")
+def test_cnn_digits(tmp_path):
+    ex = load("cnn_digits")
+    res = ex.main(epochs=3, steps=10, limit=200, out_dir=tmp_path, plot=_has("matplotlib"), log=_quiet)
+    assert len(res["losses"]) == 10
+    assert res["losses"][-1] < res["losses"][0]
+    assert 0.0 <= res["test_accuracy"] <= 1.0
+    assert res["files"]["graph"].exists() and res["files"]["graph"].stat().st_size > 0
+    if _has("matplotlib"):
+        assert (tmp_path / "cnn_digits_loss.png").stat().st_size > 0
+        assert (tmp_path / "cnn_digits_filters.png").stat().st_size > 0
+    m = res["model"]
+    assert [n for n, _ in m.named_parameters()] == [
+        "conv1.weight", "conv1.bias", "conv2.weight", "conv2.bias", "fc.weight", "fc.bias"]
+
+
+def test_char_transformer(tmp_path):
+    ex = load("char_transformer")
+    res = ex.main(steps=6, batch=4, context=16, eval_every=3, sample_len=20, out_dir=tmp_path,
+                  plot=_has("matplotlib"), log=_quiet)
+    assert len(res["losses"]) == 6 and len(res["held_out"]) == 2
+    assert res["losses"][-1] < res["losses"][0]
+    assert res["sample"].startswith("The miller ") and len(res["sample"]) == len("The miller ") + 20
+    assert 0 < res["bigram_loss"] < 4
+    vocab, train, held = ex.load_text()
+    assert len(train) > 4000 and len(held) > 400 and len(vocab) < 60
+
+
+@pytest.mark.parametrize("name", ["cnn_digits", "char_transformer"])
+def test_compile_flag_is_polite(name):
+    """``--compile`` before mg.compile exists: a clear message, no traceback."""
+    import minigrad as mg
+
+    if hasattr(mg, "compile"):
+        pytest.skip("mg.compile exists")
+    if name == "cnn_digits" and not _has("sklearn"):
+        pytest.skip("needs scikit-learn")
+    r = subprocess.run([sys.executable, str(EXAMPLES / f"{name}.py"), "--compile", "--no-plot"],
+                       capture_output=True, text=True, timeout=120,
+                       env={**__import__("os").environ, "PYTHONPATH": str(EXAMPLES.parent)})
+    assert r.returncode != 0
+    assert "mg.compile" in r.stderr and "Traceback" not in r.stderr
