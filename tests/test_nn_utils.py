@@ -64,7 +64,7 @@ def test_clip_grad_norm_basics():
 
 def test_clip_grad_norm_of_a_model():
     m = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2))
-    x = mg.tensor(np.random.default_rng(1).standard_normal((16, 4)))
+    x = mg.tensor(np.random.default_rng(1).standard_normal((16, 4)), dtype=mg.float32)
     (m(x) ** 2).sum().backward()
     before = math.sqrt(sum(float((to_np(p.grad) ** 2).sum()) for p in m.parameters()))
     total = U.clip_grad_norm_(m.parameters(), 0.1)
