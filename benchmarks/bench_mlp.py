@@ -6,7 +6,8 @@ digits data, float32, side by side:
   place, BLAS column sums) to show what NumPy itself can reach,
 - PyTorch CPU with the same number of threads (when installed).
 
-Targets (issue 7): batch 64 <= 0.75x torch, full batch (1797) <= 1.0x torch. Also checks that
+Targets (issue 17), against the plain NumPy floor in the same run: batch 64 <= 1.4x, full batch
+(1797) <= 1.1x; the torch ratios are reported as information (they depend on the CPU's BLAS). Also checks that
 memory stays flat over 10 000 steps. Run:
 
     python benchmarks/bench_mlp.py            # BENCH_THREADS=1 pins torch and NumPy's BLAS to one thread
@@ -281,7 +282,7 @@ def main(argv=None):
         name = f"MLP step, batch {batch}"
         rows.append((name, times))
         tuned[name] = times.pop("numpy, tuned")
-        targets[name] = "<= 0.75x torch" if batch == 64 else "<= 1.0x torch"
+        targets[name] = "<= 1.4x numpy" if batch == 64 else "<= 1.1x numpy"
     report("MLP 64-128-128-10 tanh, cross-entropy, SGD (float32), one training step", rows, targets)
     parts = []
     for name, times in rows:
