@@ -42,7 +42,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .backend import array_module
+from .engine import apply
 from .errors import AxisError
+from .ops._registry import Sample, defop
+from .tensor import Tensor
 
 __all__ = ["SumPlan", "sum_plan", "sum", "loops", "layout", "as_strided"]
 
@@ -283,7 +286,7 @@ def layout(x):
 # -- sliding windows: a differentiable view ------------------------------------------------------------
 # ``windows`` is a view made by as_strided; its gradient is an overlap-add (every window's gradient
 # added back where the window lies), and the overlap-add's gradient is windows again, so the pair
-# gives derivatives of every order. Both are ``autograd.Function``s over the public Tensor API.
+# gives derivatives of every order. Both are registered ops (``mg.ops.registry()``), run by ``apply``.
 
 __all__ += ["windows"]
 
@@ -389,38 +392,22 @@ def _overlap_add_array(gd, spec: _WindowSpec):
     return out
 
 
-def _tensor_like(arr, like):
-    from .tensor import Tensor
-
-    return Tensor(arr, device=like.device)
-
-
-def _function_base():
-    from .autograd import Function
-
-    return Function
+def _windows_samples(rng):
+    spec = _window_spec((2, 5, 6), (2, 3), (1, 2), (1, 2), (1, 1))
+    return [Sample(rng.standard_normal((2, 5, 6)), spec=spec),
+            Sample(rng.standard_normal(7), spec=_window_spec((7,), (3,), None, 2, 2))]
 
 
-class _Windows(_function_base()):
-    @staticmethod
-    def forward(ctx, x, spec):
-        ctx.spec = spec
-        return _tensor_like(_windows_array(x.data, spec), x)
-
-    @staticmethod
-    def backward(ctx, g):
-        return _OverlapAdd.apply(g, ctx.spec), None
+def _overlap_samples(rng):
+    return [Sample(rng.standard_normal(s.kwargs["spec"].out_shape), spec=s.kwargs["spec"]) for s in _windows_samples(rng)]
 
 
-class _OverlapAdd(_function_base()):
-    @staticmethod
-    def forward(ctx, g, spec):
-        ctx.spec = spec
-        return _tensor_like(_overlap_add_array(g.data, spec), g)
-
-    @staticmethod
-    def backward(ctx, gg):
-        return _Windows.apply(gg, ctx.spec), None
+WINDOWS = defop("windows", lambda xp, x, spec: _windows_array(x, spec),
+                lambda ctx, g, spec: (apply(OVERLAP_ADD, g, spec=spec),), view=True, kind="view",
+                samples=_windows_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
+OVERLAP_ADD = defop("overlap_add", lambda xp, g, spec: _overlap_add_array(g, spec),
+                    lambda ctx, gg, spec: (apply(WINDOWS, gg, spec=spec),), kind="reduce",
+                    samples=_overlap_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
 
 
 def windows(x, window_shape, axes=None, step=1, dilation=1):
@@ -447,9 +434,7 @@ def windows(x, window_shape, axes=None, step=1, dilation=1):
     >>> mg.strided.windows(mg.zeros(2, 8, 8), (3, 3), axes=(1, 2), step=2).shape
     (2, 3, 3, 3, 3)
     """
-    from .tensor import Tensor
-
     if not isinstance(x, Tensor):
         x = Tensor(x)
     spec = _window_spec(x.shape, window_shape, axes, step, dilation)
-    return _Windows.apply(x, spec)
+    return apply(WINDOWS, x, spec=spec)

@@ -5,7 +5,11 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+import minigrad.nn  # noqa: F401 - modules that register ops of their own (conv, pooling, GELU...)
+import minigrad.sparse  # noqa: F401
+import minigrad.strided  # noqa: F401
 from minigrad.engine import apply
+from minigrad.ops._registry import OnDevice
 
 REG = mg.ops.registry()
 
@@ -30,10 +34,22 @@ def _inputs(sample, device):
     return out
 
 
-def _call(op, sample):
+def _on_device(v, device):
+    """Index arrays and structures among the keyword arguments, on the device under test."""
+    if isinstance(v, OnDevice):
+        return v.make(mg.backend.xp_for(device))
+    if isinstance(v, np.ndarray) and v.dtype.kind in "biu":
+        return mg.backend.to_device(v, device)
+    if isinstance(v, tuple) and any(isinstance(e, np.ndarray) for e in v):
+        return tuple(_on_device(e, device) for e in v)
+    return v
+
+
+def _call(op, sample, device):
+    kwargs = {k: _on_device(v, device) for k, v in sample.kwargs.items()}
     if op.forward is not None:
-        return lambda *xs: apply(op, *xs, **sample.kwargs)
-    return lambda *xs: op.frontend(*xs, **sample.kwargs)
+        return lambda *xs: apply(op, *xs, **kwargs)
+    return lambda *xs: op.frontend(*xs, **kwargs)
 
 
 def test_every_differentiable_op_declares_samples():
@@ -61,7 +77,7 @@ def test_gradcheck_and_gradgradcheck(name, device):
         xs = _inputs(sample, device)
         if not any(isinstance(x, mg.Tensor) and x.requires_grad for x in xs):
             continue
-        fn = _call(op, sample)
+        fn = _call(op, sample, device)
         assert mg.gradcheck(fn, xs), (name, sample)
         assert mg.gradgradcheck(fn, xs), (name, sample)
 
@@ -76,7 +92,7 @@ def test_values_and_gradients_match_torch(name, device):
     rng = np.random.default_rng(1)
     for sample in op.samples(np.random.default_rng(0)):
         xs = _inputs(sample, device)
-        out = _call(op, sample)(*xs)
+        out = _call(op, sample, device)(*xs)
         ts = []
         for x in xs:
             if isinstance(x, mg.Tensor):

@@ -32,6 +32,7 @@ import numpy as np
 from .. import autograd as _ag
 from .. import backend as _be
 from .. import strided as _strided
+from ..ops._registry import Sample, composite
 from ..tensor import Tensor
 
 __all__ = [
@@ -577,3 +578,37 @@ def _softmax_dim(ndim):
     warnings.warn("Softmax: implicit dim is deprecated; pass dim= (PyTorch's legacy rule is used)",
                   UserWarning, stacklevel=3)
     return 0 if ndim in (0, 1, 3) else 1
+
+
+# -- their registry entries: built from registered ops (pad, windows, einsum...), so each is a
+# composite; the registry test gradchecks and gradgradchecks them from these samples ---------------
+
+def _r(rng, *shape):
+    return rng.standard_normal(shape)
+
+
+def _distinct(rng, *shape):  # pooling samples without ties (max has a kink at a tie)
+    n = 1
+    for s in shape:
+        n *= s
+    return rng.permutation(n).reshape(shape) * 0.1 + 0.01
+
+
+_ENTRIES = [
+    ("conv2d", conv2d, lambda rng: [Sample(_r(rng, 1, 2, 5, 5), _r(rng, 3, 2, 3, 3), _r(rng, 3)),
+                                    Sample(_r(rng, 1, 4, 6, 5), _r(rng, 4, 2, 2, 3), stride=2, padding=1,
+                                           dilation=(1, 2), groups=2)]),
+    ("conv1d", conv1d, lambda rng: [Sample(_r(rng, 2, 2, 7), _r(rng, 3, 2, 3), padding="same")]),
+    ("pad", pad, lambda rng: [Sample(_r(rng, 2, 3), (1, 2))]),
+    ("max_pool2d", max_pool2d, lambda rng: [Sample(_distinct(rng, 1, 2, 4, 4), 2),
+                                            Sample(_distinct(rng, 1, 1, 5, 5), 3, stride=2, padding=1)]),
+    ("max_pool1d", max_pool1d, lambda rng: [Sample(_distinct(rng, 1, 2, 6), 2)]),
+    ("avg_pool2d", avg_pool2d, lambda rng: [Sample(_r(rng, 1, 2, 4, 4), 2), Sample(_r(rng, 1, 1, 5, 5), 3, stride=2)]),
+    ("avg_pool1d", avg_pool1d, lambda rng: [Sample(_r(rng, 1, 2, 6), 3)]),
+    ("adaptive_avg_pool2d", adaptive_avg_pool2d, lambda rng: [Sample(_r(rng, 2, 3, 4, 4), 1)]),
+    ("gelu", gelu, lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 5), approximate="tanh")]),
+    ("silu", silu, lambda rng: [Sample(_r(rng, 3, 4))]),
+]
+for _name, _fn, _samples in _ENTRIES:
+    composite(_name, samples=_samples, export=False)(_fn)
+del _name, _fn, _samples

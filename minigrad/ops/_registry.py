@@ -36,6 +36,16 @@ class Sample:
         return f"Sample({shapes}, {self.kwargs})"
 
 
+class OnDevice:
+    """A sample argument built for the device under test: ``OnDevice(lambda xp: ...)`` (an index
+    structure that must live beside the arrays, such as a sparse grouping)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+
 def defop(name, forward, rule=None, **options) -> Op:
     """Define and register a primitive op (see ``engine.Op`` for the options)."""
     if name in _REGISTRY:

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import apply
-from ..ops._registry import Sample, defop
+from ..ops._registry import OnDevice, Sample, defop
 from ..ops.shape import index_add
 from . import _kernels as K
 
@@ -45,8 +45,15 @@ def _binned_rule(ctx, g, groups):
     return (full[groups.entry_keys],)
 
 
+def _binned_samples(rng):
+    def groups(xp):  # a counted (binned) grouping, built on the device under test
+        return K.group_coords(xp, [xp.asarray(np.array([0, 2, 0, 1, 2]))], (3,), False)[0]
+
+    return [Sample(rng.standard_normal(5), groups=OnDevice(groups))]
+
+
 BINNED_SUM = defop("sparse_binned_sum", lambda xp, v, groups: K.binned_sum(xp, v, groups), _binned_rule,
-                   kind="reduce")
+                   kind="reduce", samples=_binned_samples)
 
 
 def group_sum(v, groups):
