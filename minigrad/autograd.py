@@ -2,17 +2,20 @@
 
 The engine itself (Node, apply, backward, grad, grad mode) lives in ``minigrad/engine.py``;
 user-defined ops in ``function.py``; the printable tape in ``tape.py``; the profile in
-``profile.py``. This module only gathers their public names.
+``profile.py``; anomaly mode in ``anomaly.py``; the per-op gradient check in ``check.py``.
+This module only gathers their public names.
 """
 from __future__ import annotations
 
+from .anomaly import detect_anomaly
 from .backward import grad
+from .check import CheckReport, OpCheck, check_ops
 from .engine import Node, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .function import Function, FunctionCtx
 from .tape import Tape, tape
 
-__all__ = ["Function", "FunctionCtx", "Node", "Tape", "enable_grad", "grad", "is_grad_enabled", "no_grad",
-           "profile", "set_grad_enabled", "tape"]
+__all__ = ["CheckReport", "Function", "FunctionCtx", "Node", "OpCheck", "Tape", "check_ops", "detect_anomaly",
+           "enable_grad", "grad", "is_grad_enabled", "no_grad", "profile", "set_grad_enabled", "tape"]
 
 
 def profile():

@@ -340,6 +340,10 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     if mode.observers:
         for o in mode.observers:
             o.recorded(n)
+            # observers that ask for them (mg.autograd.check_ops) also get the op's operands
+            # as called: Tensors and constants (``args``) and their backend arrays (``datas``)
+            if getattr(o, "wants_inputs", False):
+                o.inputs(n, args, datas)
     return n
 
 

@@ -57,7 +57,8 @@ def _where(x, flat_index):
     return tuple(int(i) for i in np.unravel_index(flat_index, shape)) if shape else ()
 
 
-def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, fast=False) -> bool:
+def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, fast=False,
+              locate=True) -> bool:
     """Compare backward with central finite differences, in float64.
 
     Args:
@@ -68,6 +69,9 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
         eps: finite-difference step. atol, rtol: tolerances (|a - n| <= atol + rtol |n|).
         raise_exception: raise ``GradcheckError`` on a mismatch (else return False).
         fast: compare one random directional derivative instead of the full Jacobian.
+        locate: on a mismatch, check every op of ``fn`` alone (``mg.autograd.check_ops``) and
+            begin the error message with the first op whose rule is wrong: its name, its
+            position on the tape, the ``file:line`` that created it, the input and the error.
 
     Returns:
         True when the gradients agree.
@@ -86,11 +90,29 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
             _fast_check(fn, inputs, diff, eps, atol, rtol)
         else:
             _full_check(fn, inputs, diff, eps, atol, rtol)
-    except GradcheckError:
-        if raise_exception:
-            raise
-        return False
+    except GradcheckError as e:
+        if not raise_exception:
+            return False
+        if locate:
+            found = _locate(fn, inputs, eps, atol, rtol)
+            if found is not None:
+                raise GradcheckError(f"{found}\n{e}") from None
+        raise
     return True
+
+
+def _locate(fn, inputs, eps, atol, rtol):
+    """The first op whose rule alone disagrees with finite differences, as a sentence (or None)."""
+    from .check import check_ops  # noqa: PLC0415 - loaded on a failure only
+
+    try:
+        report = check_ops(fn, *inputs, eps=eps, atol=atol, rtol=rtol)
+    except Exception:  # noqa: BLE001 - locating is a courtesy; the original error stands
+        return None
+    row = report.first_failure
+    if row is None:
+        return None
+    return f"{row.describe()} (the first op whose rule alone disagrees; mg.autograd.check_ops shows them all)"
 
 
 def _numeric_column(fn, inputs, arr, k, eps):
@@ -200,10 +222,11 @@ def _fast_check(fn, inputs, diff, eps, atol, rtol):
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, fast=False) -> bool:
+                  raise_exception=True, fast=False, locate=True) -> bool:
     """Check second derivatives: gradcheck of the function (inputs, v) -> v^T J(inputs).
 
-    ``grad_outputs`` (random when None) become extra differentiable inputs.
+    ``grad_outputs`` (random when None) become extra differentiable inputs. ``locate`` as in
+    ``gradcheck`` (it checks the ops of the forward, whose first-order rules feed the second).
     """
     if isinstance(inputs, Tensor) or _is_sparse(inputs):
         inputs = (inputs,)
@@ -242,4 +265,4 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
         return tuple(res)
 
     return gradcheck(first_derivatives, list(inputs) + gos, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, fast=fast)
+                     raise_exception=raise_exception, fast=fast, locate=locate)
