@@ -12,6 +12,8 @@ none of them. Their protocol:
 - ``forward(name, seconds, out)`` after an op's forward ran (``out``: its array or arrays);
 - ``recorded(node)`` after a Node was recorded;
 - ``backward(node, seconds, grads)`` after a gradient rule ran in backward;
+- ``inputs(node, args, datas)``, only for an observer whose ``wants_inputs`` is True
+  (``mg.autograd.check_ops``): the op's operands as it was called;
 - ``isolate``: True when ops run inside something the observer counts as one op (an
   ``autograd.Function``'s forward) should not be reported a second time.
 """
