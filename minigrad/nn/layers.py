@@ -6,6 +6,7 @@ the argument. Convolution, pooling and batch norm are in ``layers_conv.py``.
 from __future__ import annotations
 
 import math
+import numbers
 from collections import OrderedDict
 
 import numpy as np
@@ -14,6 +15,13 @@ from .. import creation as _creation
 from . import init
 from . import functional as F
 from .module import Module, Parameter
+
+
+def _size(value, layer, arg):
+    """``value`` as an int, which must be positive: a ValueError naming the layer and the argument."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{layer}: {arg} must be a positive int, got {value!r}")
+    return int(value)
 
 
 # -- containers -----------------------------------------------------------------------------------------
@@ -146,8 +154,8 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None, device=None):
         super().__init__()
-        self.in_features = int(in_features)
-        self.out_features = int(out_features)
+        self.in_features = _size(in_features, "Linear", "in_features")
+        self.out_features = _size(out_features, "Linear", "out_features")
         self.weight = Parameter(_creation.empty(self.out_features, self.in_features, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(_creation.empty(self.out_features, dtype=dtype, device=device))
@@ -197,8 +205,8 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None, device=None):
         super().__init__()
-        self.num_embeddings = int(num_embeddings)
-        self.embedding_dim = int(embedding_dim)
+        self.num_embeddings = _size(num_embeddings, "Embedding", "num_embeddings")
+        self.embedding_dim = _size(embedding_dim, "Embedding", "embedding_dim")
         self.weight = Parameter(_creation.empty(self.num_embeddings, self.embedding_dim, dtype=dtype, device=device))
         self.reset_parameters()
 
@@ -236,9 +244,11 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  dtype=None, device=None):
         super().__init__()
-        if isinstance(normalized_shape, (int, np.integer)):
-            normalized_shape = (int(normalized_shape),)
-        self.normalized_shape = tuple(int(s) for s in normalized_shape)
+        if isinstance(normalized_shape, str) or not hasattr(normalized_shape, "__iter__"):  # one size
+            self.normalized_shape = (_size(normalized_shape, "LayerNorm", "normalized_shape"),)
+        else:
+            self.normalized_shape = tuple(_size(s, "LayerNorm", f"normalized_shape[{i}]")
+                                          for i, s in enumerate(normalized_shape))
         self.eps = float(eps)
         self.elementwise_affine = elementwise_affine
         if elementwise_affine:
