@@ -2,6 +2,8 @@
 
 Before, ``nn.Linear(-1, 3)`` failed deep inside with NumPy's "negative dimensions are not allowed".
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -20,7 +22,7 @@ nn = mg.nn
 ])
 @pytest.mark.parametrize("bad", [-1, 0, 2.5, True, "3", None])
 def test_bad_sizes_name_the_layer_and_the_argument(make, layer, arg, bad):
-    with pytest.raises(ValueError, match=rf"^{layer}: {arg.replace('[', '[[]')} must be a positive int, got "):
+    with pytest.raises(ValueError, match="^" + re.escape(f"{layer}: {arg} must be a positive int, got ")):
         make(bad)
 
 
