@@ -57,54 +57,16 @@ def _host(a, where):
 def _flatten(obj):
     """(tree description for JSON, {dotted name: host array})."""
     arrays: dict[str, np.ndarray] = {}
-
-    def name_of(path):
-        return ".".join(str(k) for k in path) if path else "value"
-
     # an explicit stack of (value, path, parent container, slot in it)
     root = {}
     stack = [(obj, (), root, "tree")]
     while stack:
         v, path, parent, key = stack.pop()
-        where = repr(name_of(path))
-        if isinstance(v, Tensor) or hasattr(v, "_sparse_values_for_grad"):
-            if not isinstance(v, Tensor):
-                raise TypeError(f"save: {where} is a sparse tensor; save its parts (indices, values) or .to_dense()")
-            node = {"t": "tensor", "k": name_of(path)}
-            arr = _host(v.data, where)
-        elif isinstance(v, np.ndarray) or _be.is_cupy_array(v):
-            node = {"t": "ndarray", "k": name_of(path)}
-            arr = _host(v, where)
-        elif isinstance(v, np.generic):
-            node = {"t": "npscalar", "k": name_of(path)}
-            arr = _host(np.asarray(v), where)
-        elif v is None or isinstance(v, (bool, str)):
-            node, arr = {"t": "py", "v": v}, None
-        elif isinstance(v, numbers.Integral):
-            node, arr = {"t": "py", "v": int(v)}, None
-        elif isinstance(v, numbers.Real):
-            f = float(v)
-            node, arr = ({"t": "py", "v": f} if np.isfinite(f) else {"t": "float", "v": repr(f)}), None
-        elif isinstance(v, dict):
-            items = [None] * len(v)
-            node = {"t": "dict", "items": items}
-            arr = None
-            for i, (k, sub) in enumerate(v.items()):
-                if not isinstance(k, (str, int)) or isinstance(k, bool):
-                    raise TypeError(f"save: dict keys must be str or int, got {type(k).__name__} {k!r} at {where}")
-                stack.append((sub, path + (k,), items, (i, k)))
-        elif isinstance(v, (list, tuple)):
-            items = [None] * len(v)
-            node = {"t": "list" if isinstance(v, list) else "tuple", "items": items}
-            arr = None
-            for i, sub in enumerate(v):
-                stack.append((sub, path + (i,), items, i))
-        else:
-            hint = " (save its state_dict() instead)" if hasattr(v, "state_dict") else ""
-            raise TypeError(
-                f"save: cannot save {type(v).__name__} at {where}{hint}; supported: Tensors, arrays, "
-                "numbers, strings, None, and dicts / lists / tuples of them"
-            )
+        name = _name_of(path)
+        where = repr(name)
+        node, arr = _leaf_node(v, name, where)
+        if node is None:
+            node = _container_node(v, path, where, stack)
         if arr is not None:
             k = node["k"]
             if k in arrays or k == _META:
@@ -120,6 +82,51 @@ def _flatten(obj):
         else:
             parent[key] = node
     return root["tree"], arrays
+
+
+def _name_of(path):
+    return ".".join(str(k) for k in path) if path else "value"
+
+
+def _leaf_node(v, name, where):
+    """(node, host array or None) for a Tensor, an array or a scalar; (None, None) for anything else."""
+    if isinstance(v, Tensor) or hasattr(v, "_sparse_values_for_grad"):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"save: {where} is a sparse tensor; save its parts (indices, values) or .to_dense()")
+        return {"t": "tensor", "k": name}, _host(v.data, where)
+    if isinstance(v, np.ndarray) or _be.is_cupy_array(v):
+        return {"t": "ndarray", "k": name}, _host(v, where)
+    if isinstance(v, np.generic):
+        return {"t": "npscalar", "k": name}, _host(np.asarray(v), where)
+    if v is None or isinstance(v, (bool, str)):
+        return {"t": "py", "v": v}, None
+    if isinstance(v, numbers.Integral):
+        return {"t": "py", "v": int(v)}, None
+    if isinstance(v, numbers.Real):
+        f = float(v)
+        return ({"t": "py", "v": f} if np.isfinite(f) else {"t": "float", "v": repr(f)}), None
+    return None, None
+
+
+def _container_node(v, path, where, stack):
+    """The node of a dict, list or tuple, its items pushed on ``stack`` to fill it; TypeError otherwise."""
+    if isinstance(v, dict):
+        items = [None] * len(v)
+        for i, (k, sub) in enumerate(v.items()):
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise TypeError(f"save: dict keys must be str or int, got {type(k).__name__} {k!r} at {where}")
+            stack.append((sub, path + (k,), items, (i, k)))
+        return {"t": "dict", "items": items}
+    if isinstance(v, (list, tuple)):
+        items = [None] * len(v)
+        for i, sub in enumerate(v):
+            stack.append((sub, path + (i,), items, i))
+        return {"t": "list" if isinstance(v, list) else "tuple", "items": items}
+    hint = " (save its state_dict() instead)" if hasattr(v, "state_dict") else ""
+    raise TypeError(
+        f"save: cannot save {type(v).__name__} at {where}{hint}; supported: Tensors, arrays, "
+        "numbers, strings, None, and dicts / lists / tuples of them"
+    )
 
 
 def save(obj, path) -> None:
@@ -390,59 +397,74 @@ def _build(tree, arrays, device, where):
             raise bad(f"a node is {type(node).__name__} {_short(node)}, expected an object with a 't' field")
         t = node.get("t")
         if t in ("tensor", "ndarray", "npscalar"):
-            k = node.get("k")
-            if not isinstance(k, str):
-                raise bad(f"a {t} node names its array by {_short(k)}, expected a string")
-            if k not in arrays:
-                raise CorruptFileError(f"load: {where} is missing the array {k!r} its index names")
-            a = arrays[k]
-            if not isinstance(a, np.ndarray):
-                raise CorruptFileError(f"load: {where} entry {k!r} is not an .npy array")
-            if t == "tensor":
-                if a.dtype.kind in "OUSV":
-                    raise CorruptFileError(f"load: {where} entry {k!r} is a {a.dtype} array, which cannot be a Tensor")
-                v = Tensor(a, device=device)
-            elif t == "npscalar":
-                if a.ndim != 0:
-                    raise CorruptFileError(f"load: {where} entry {k!r} has shape {a.shape}, expected a scalar ()")
-                v = a[()]
-            else:
-                v = a
-        elif t == "py":
-            v = node.get("v")
-            if not (v is None or isinstance(v, (bool, int, float, str))):
-                raise bad(f"a 'py' node holds {_short(v)}, expected a number, string, bool or null")
-        elif t == "float":
-            v = node.get("v")
-            try:
-                v = float(v)
-            except (TypeError, ValueError):
-                raise bad(f"a 'float' node holds {_short(v)}, expected a float's text such as 'nan'") from None
-        elif t == "dict":
-            items = node.get("items")
-            if not isinstance(items, list):
-                raise bad(f"a dict node's 'items' is {_short(items)}, expected a list of [key, node] pairs")
-            v = {}
-            for item in items:
-                if not (isinstance(item, list) and len(item) == 2):
-                    raise bad(f"a dict item is {_short(item)}, expected a [key, node] pair")
-                k = item[0]
-                if not isinstance(k, (str, int)) or isinstance(k, bool):
-                    raise bad(f"a dict key is {_short(k)}, expected a string or an integer")
-                v[k] = None
-            for k, sub in items:
-                stack.append((sub, v, k))
-        elif t in ("list", "tuple"):
-            items = node.get("items")
-            if not isinstance(items, list):
-                raise bad(f"a {t} node's 'items' is {_short(items)}, expected a list of nodes")
-            v = (_TupleBox if t == "tuple" else list)([None] * len(items))
-            for i, sub in enumerate(items):
-                stack.append((sub, v, i))
+            v = _array_value(node, t, arrays, device, where, bad)
+        elif t in ("py", "float"):
+            v = _scalar_value(node, t, bad)
+        elif t in ("dict", "list", "tuple"):
+            v = _container_value(node, t, stack, bad)
         else:
             raise bad(f"unknown entry kind {_short(t)}")
         parent[slot] = v
     return _untuple(result[0])
+
+
+def _array_value(node, t, arrays, device, where, bad):
+    """The Tensor, array or NumPy scalar a "tensor" / "ndarray" / "npscalar" node names."""
+    k = node.get("k")
+    if not isinstance(k, str):
+        raise bad(f"a {t} node names its array by {_short(k)}, expected a string")
+    if k not in arrays:
+        raise CorruptFileError(f"load: {where} is missing the array {k!r} its index names")
+    a = arrays[k]
+    if not isinstance(a, np.ndarray):
+        raise CorruptFileError(f"load: {where} entry {k!r} is not an .npy array")
+    if t == "tensor":
+        if a.dtype.kind in "OUSV":
+            raise CorruptFileError(f"load: {where} entry {k!r} is a {a.dtype} array, which cannot be a Tensor")
+        return Tensor(a, device=device)
+    if t == "npscalar":
+        if a.ndim != 0:
+            raise CorruptFileError(f"load: {where} entry {k!r} has shape {a.shape}, expected a scalar ()")
+        return a[()]
+    return a
+
+
+def _scalar_value(node, t, bad):
+    """The Python value of a "py" node, or the float of a "float" node (nan, inf)."""
+    v = node.get("v")
+    if t == "py":
+        if not (v is None or isinstance(v, (bool, int, float, str))):
+            raise bad(f"a 'py' node holds {_short(v)}, expected a number, string, bool or null")
+        return v
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise bad(f"a 'float' node holds {_short(v)}, expected a float's text such as 'nan'") from None
+
+
+def _container_value(node, t, stack, bad):
+    """An empty dict / list / tuple box for a container node, its items pushed on ``stack`` to fill it."""
+    items = node.get("items")
+    if t == "dict":
+        if not isinstance(items, list):
+            raise bad(f"a dict node's 'items' is {_short(items)}, expected a list of [key, node] pairs")
+        v = {}
+        for item in items:
+            if not (isinstance(item, list) and len(item) == 2):
+                raise bad(f"a dict item is {_short(item)}, expected a [key, node] pair")
+            k = item[0]
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise bad(f"a dict key is {_short(k)}, expected a string or an integer")
+            v[k] = None
+        for k, sub in items:
+            stack.append((sub, v, k))
+        return v
+    if not isinstance(items, list):
+        raise bad(f"a {t} node's 'items' is {_short(items)}, expected a list of nodes")
+    v = (_TupleBox if t == "tuple" else list)([None] * len(items))
+    for i, sub in enumerate(items):
+        stack.append((sub, v, i))
+    return v
 
 
 def _short(v, n=60):

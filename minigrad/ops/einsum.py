@@ -23,7 +23,6 @@ pattern and shapes) out of elementary steps, each recorded as its own Node:
 from __future__ import annotations
 
 import functools
-import string
 
 import numpy as np
 
@@ -31,176 +30,9 @@ from .. import backend as _be
 from ..engine import apply
 from ..tensor import Tensor
 from ._registry import Sample, defop, public
+from .einsum_parse import _LETTERS, _err, _resolve
 
 __all__ = ["einsum"]
-
-_ELL = "..."
-_LETTERS = string.ascii_letters  # the 52 labels np.einsum_path and opt_einsum read
-_MAX_LABELS = len(_LETTERS)
-
-
-# ---------------------------------------------------------------------------
-# errors
-# ---------------------------------------------------------------------------
-
-def _fmt_shapes(shapes):
-    return "[" + ", ".join(str(tuple(s)) for s in shapes) + "]"
-
-
-def _err(msg, pattern, shapes):
-    return ValueError(f"einsum: {msg}; pattern {pattern!r}, operand shapes {_fmt_shapes(shapes)}")
-
-
-# ---------------------------------------------------------------------------
-# parsing: both grammars -> (terms, output) with names as strings, "..." as _ELL
-# ---------------------------------------------------------------------------
-
-def _parse_numpy(pattern, shapes):
-    """NumPy grammar: one letter per label, ',' between operands, optional '->'; spaces ignored."""
-    s = "".join(pattern.split())
-    if s.count("->") > 1:
-        raise _err("'->' may appear only once", pattern, shapes)
-    lhs, arrow, rhs = s.partition("->")
-    terms = [_numpy_term(t, pattern, shapes) for t in lhs.split(",")]
-    out = _numpy_term(rhs, pattern, shapes) if arrow else None
-    return terms, out
-
-
-def _numpy_term(t, pattern, shapes):
-    toks = []
-    i = 0
-    while i < len(t):
-        ch = t[i]
-        if t.startswith(_ELL, i):
-            if _ELL in toks:
-                raise _err(f"more than one '...' in the term {t!r}", pattern, shapes)
-            toks.append(_ELL)
-            i += 3
-            continue
-        if ch not in _LETTERS:
-            what = "a '.' outside an ellipsis '...'" if ch == "." else f"the character {ch!r}"
-            raise _err(f"bad character: {what} (NumPy-grammar labels must be letters a-z, A-Z)",
-                       pattern, shapes)
-        toks.append(ch)
-        i += 1
-    return toks
-
-
-def _parse_einops(pattern, shapes):
-    """einops grammar: space-separated names, ',' between operands, '->' required."""
-    n_arrow = pattern.count("->")
-    if n_arrow != 1:
-        raise _err("the einops grammar needs exactly one '->' (the output is never implicit)"
-                   if n_arrow == 0 else "'->' may appear only once", pattern, shapes)
-    lhs, _, rhs = pattern.partition("->")
-    terms = [_einops_term(t, pattern, shapes) for t in lhs.split(",")]
-    return terms, _einops_term(rhs, pattern, shapes)
-
-
-def _einops_term(t, pattern, shapes):
-    toks = []
-    for tok in t.replace(_ELL, f" {_ELL} ").split():
-        if tok == _ELL:
-            if _ELL in toks:
-                raise _err(f"more than one '...' in the term {t.strip()!r}", pattern, shapes)
-        elif not (tok.isidentifier() and tok.isascii()):
-            raise _err(f"bad characters in the name {tok!r} (einops-grammar names are identifiers: "
-                       "letters, digits and '_', separated by spaces)", pattern, shapes)
-        toks.append(tok)
-    return toks
-
-
-# ---------------------------------------------------------------------------
-# the internal form: integer labels, '...' expanded, sizes checked
-# ---------------------------------------------------------------------------
-
-def _resolve(grammar, pattern, shapes):
-    """-> (labels per operand, output labels, size per label, display name per label)."""
-    terms, out = (_parse_numpy if grammar == "numpy" else _parse_einops)(pattern, shapes)
-    n = len(shapes)
-    if len(terms) != n:
-        raise _err(f"wrong number of operands: the pattern has {len(terms)} input term(s) but "
-                   f"{n} operand(s) were given", pattern, shapes)
-    n_ell = []
-    for k, (t, shp) in enumerate(zip(terms, shapes, strict=True)):
-        named = sum(tok != _ELL for tok in t)
-        if _ELL in t:
-            if len(shp) < named:
-                raise _err(f"rank mismatch: operand {k} has {len(shp)} dim(s) but its term "
-                           f"{_show(t, grammar)!r} names {named} besides '...'", pattern, shapes)
-            n_ell.append(len(shp) - named)
-        else:
-            if len(shp) != named:
-                raise _err(f"rank mismatch: operand {k} has {len(shp)} dim(s) but its term "
-                           f"{_show(t, grammar)!r} names {named}", pattern, shapes)
-            n_ell.append(0)
-    nell = max(n_ell, default=0)
-
-    ids = {}
-    names = []
-
-    def label(name):
-        if name not in ids:
-            ids[name] = len(names)
-            names.append(name)
-        return ids[name]
-
-    ell_ids = [label(f"...{i}") for i in range(nell)]  # the broadcast dims, right-aligned
-    in_labels = []
-    count = {}
-    for t, m in zip(terms, n_ell, strict=True):
-        labs = []
-        for tok in t:
-            if tok == _ELL:
-                labs.extend(ell_ids[nell - m:])
-            else:
-                labs.append(label(tok))
-                count[tok] = count.get(tok, 0) + 1
-        in_labels.append(tuple(labs))
-
-    if len(names) > _MAX_LABELS:
-        raise _err(f"more than {_MAX_LABELS} names: {len(names) - nell} name(s) and {nell} '...' dim(s) "
-                   f"make {len(names)} labels", pattern, shapes)
-
-    size = {}
-    for k, (labs, shp) in enumerate(zip(in_labels, shapes, strict=True)):
-        own = {}
-        for lab, s in zip(labs, shp, strict=True):
-            if own.setdefault(lab, s) != s:
-                raise _err(f"inconsistent sizes: the repeated label {_name(names[lab])!r} has sizes "
-                           f"{own[lab]} and {s} within operand {k}", pattern, shapes)
-            cur = size.get(lab, 1)
-            if s != 1 and cur != 1 and s != cur:
-                raise _err(f"inconsistent sizes for the label {_name(names[lab])!r}: {cur} and {s} "
-                           "(sizes must match, or be 1 to broadcast)", pattern, shapes)
-            if s != 1 or lab not in size:
-                size[lab] = s
-
-    if out is None:  # NumPy's implicit output: the '...' dims, then labels seen once, sorted
-        out_labels = tuple(ell_ids) + tuple(ids[c] for c in sorted(c for c, v in count.items() if v == 1))
-    else:
-        seen = set()
-        out_labels = []
-        for tok in out:
-            if tok in seen:
-                raise _err(f"repeated output label {tok!r}", pattern, shapes)
-            seen.add(tok)
-            if tok == _ELL:
-                out_labels.extend(ell_ids)
-            elif tok not in count:
-                raise _err(f"output label {tok!r} appears in no input", pattern, shapes)
-            else:
-                out_labels.append(ids[tok])
-        out_labels = tuple(out_labels)
-    return in_labels, out_labels, size, names
-
-
-def _show(t, grammar):
-    return ("" if grammar == "numpy" else " ").join(t)
-
-
-def _name(n):
-    return "..." if n.startswith("...") else n
 
 
 # ---------------------------------------------------------------------------
@@ -282,6 +114,20 @@ def _opt_einsum():
 def _plan(grammar, pattern, shapes, optimize, use_oe):
     """-> (steps per operand, contractions, final permutation, the names to show or None)."""
     in_labels, out, size, names = _resolve(grammar, pattern, shapes)
+    labels, pre = _operand_steps(in_labels, shapes, size, out)
+    if len(shapes) >= 2:
+        pairs, final = _contractions(labels, size, out, optimize, pattern, shapes)
+    else:
+        pairs, final = [], labels[0]
+    # 5. the output order
+    perm = tuple(final.index(lab) for lab in out)
+    # the user's names, for the tape and graphs (NumPy-grammar '...' dims have none: letters then)
+    shown = tuple(names) if grammar == "einops" or not any(nm.startswith("...") for nm in names) else None
+    return tuple(tuple(s) for s in pre), tuple(pairs), perm, shown
+
+
+def _operand_steps(in_labels, shapes, size, out):
+    """Steps 1-3, each operand on its own: -> (labels per operand after them, steps per operand)."""
     n = len(shapes)
     labels = []
     pre = []
@@ -310,40 +156,38 @@ def _plan(grammar, pattern, shapes, optimize, use_oe):
         if axes:
             pre[k].append(("sum", axes))
             labels[k] = tuple(lab for lab in labels[k] if lab in others)
+    return labels, pre
 
-    # 4. pairwise contractions
+
+def _contractions(labels, size, out, optimize, pattern, shapes):
+    """Step 4, the pairwise contractions of 2+ operands along the path:
+    -> (list of (slot a, slot b, result slot, la, lb, lout), the last result's labels)."""
+    n = len(labels)
+    out_set = set(out)
     pairs = []
-    if n >= 2:
-        path = [(0, 1)] if n == 2 else _path(labels, size, out, optimize, pattern, shapes)
-        work = list(range(n))          # slots in the order einsum_path numbers them
-        slot_labels = dict(enumerate(labels))
-        nxt = n
-        for step in path:
-            group = [work[i] for i in step]
-            for i in sorted(step, reverse=True):
-                del work[i]
-            cur = group[0]
-            for j, other in enumerate(group[1:], 2):
-                rest = set(out_set)
-                for s in work + group[j:]:
-                    rest.update(slot_labels[s])
-                la, lb = slot_labels[cur], slot_labels[other]
-                lout = _pair_out(la, lb, rest, out, last=not work and j == len(group))
-                pairs.append((cur, other, nxt, la, lb, lout))
-                slot_labels[nxt] = lout
-                cur = nxt
-                nxt += 1
-            work.append(cur)
-        if len(work) != 1:  # explicit paths are checked first; this would be a path-finder's bug
-            raise _err(f"the contraction path {path} leaves {len(work)} operands, expected 1", pattern, shapes)
-        final = slot_labels[work[0]]
-    else:
-        final = labels[0]
-    # 5. the output order
-    perm = tuple(final.index(lab) for lab in out)
-    # the user's names, for the tape and graphs (NumPy-grammar '...' dims have none: letters then)
-    shown = tuple(names) if grammar == "einops" or not any(nm.startswith("...") for nm in names) else None
-    return tuple(tuple(s) for s in pre), tuple(pairs), perm, shown
+    path = [(0, 1)] if n == 2 else _path(labels, size, out, optimize, pattern, shapes)
+    work = list(range(n))          # slots in the order einsum_path numbers them
+    slot_labels = dict(enumerate(labels))
+    nxt = n
+    for step in path:
+        group = [work[i] for i in step]
+        for i in sorted(step, reverse=True):
+            del work[i]
+        cur = group[0]
+        for j, other in enumerate(group[1:], 2):
+            rest = set(out_set)
+            for s in work + group[j:]:
+                rest.update(slot_labels[s])
+            la, lb = slot_labels[cur], slot_labels[other]
+            lout = _pair_out(la, lb, rest, out, last=not work and j == len(group))
+            pairs.append((cur, other, nxt, la, lb, lout))
+            slot_labels[nxt] = lout
+            cur = nxt
+            nxt += 1
+        work.append(cur)
+    if len(work) != 1:  # explicit paths are checked first; this would be a path-finder's bug
+        raise _err(f"the contraction path {path} leaves {len(work)} operands, expected 1", pattern, shapes)
+    return pairs, slot_labels[work[0]]
 
 
 def _pair_out(la, lb, rest, out, last):
@@ -571,6 +415,15 @@ def einsum(*args, optimize="auto") -> Tensor:
     >>> mg.einsum(a, b, "row k, k col -> col row").shape
     (4, 2)
     """
+    grammar, pattern, ops = _split_args(args)
+    shapes = tuple(tuple(int(s) for s in x.shape) for x in ops)
+    optimize = _check_optimize(optimize)
+    pre, pairs, perm, shown = _plan(grammar, pattern, shapes, optimize, bool(_opt_einsum()))
+    return _run(ops, pre, pairs, perm, shown)
+
+
+def _split_args(args):
+    """-> (grammar, pattern, operands as Tensors) from einsum's positional arguments."""
     if args and isinstance(args[0], str):
         grammar, pattern, ops = "numpy", args[0], args[1:]
     elif args and isinstance(args[-1], str):
@@ -581,8 +434,11 @@ def einsum(*args, optimize="auto") -> Tensor:
     if len(ops) == 1 and isinstance(ops[0], (list, tuple)) and ops[0] and all(
             isinstance(x, Tensor) for x in ops[0]):
         ops = tuple(ops[0])  # torch.einsum's other form: the operands as one list
-    ops = [_operand(x, k) for k, x in enumerate(ops)]
-    shapes = tuple(tuple(int(s) for s in x.shape) for x in ops)
+    return grammar, pattern, [_operand(x, k) for k, x in enumerate(ops)]
+
+
+def _check_optimize(optimize):
+    """``optimize`` checked, and an explicit path made hashable for the plan cache."""
     if isinstance(optimize, (list, tuple)):  # an explicit path, hashable for the plan cache
         try:
             optimize = tuple(p if isinstance(p, str) else tuple(int(i) for i in p) for p in optimize)
@@ -594,8 +450,11 @@ def einsum(*args, optimize="auto") -> Tensor:
                          f"an explicit path; got {optimize!r}")
     elif not isinstance(optimize, (bool, str)) and optimize is not None:
         raise TypeError(f"einsum: optimize must be 'auto', 'greedy', 'optimal', a bool or a path, got {optimize!r}")
-    pre, pairs, perm, shown = _plan(grammar, pattern, shapes, optimize, bool(_opt_einsum()))
+    return optimize
 
+
+def _run(ops, pre, pairs, perm, shown):
+    """Carry out a plan on the operands: their own steps, the contractions, the final permutation."""
     slots = {}
     for k, (x, steps) in enumerate(zip(ops, pre, strict=True)):
         for step in steps:

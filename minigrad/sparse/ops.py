@@ -53,13 +53,7 @@ def sum(s, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
     """
     if not isinstance(s, SparseTensor):
         return _dense_sum(s, axis, keepdims, dtype, dim=dim, keepdim=keepdim)
-    axis = pick("axis", axis, "dim", dim, None, "sparse.sum")
-    keepdims = pick("keepdims", keepdims, "keepdim", keepdim, False, "sparse.sum")
-    if isinstance(dtype, (bool, np.bool_)):
-        raise TypeError(f"sparse.sum: dtype must be a dtype, got {dtype!r} (the signature is "
-                        "sum(s, axis=None, dtype=None, keepdims=False); pass keepdims= by keyword)")
-    keepdims = bool(keepdims)
-    axes = normalize_axis(axis, s.ndim, "sum")
+    axes, dtype, keepdims = _sum_args(s, axis, dtype, keepdims, dim, keepdim)
     v = s._values
     rdt = _result_dtype(v.dtype, dtype)
     if rdt is not None and rdt != v.dtype:
@@ -73,12 +67,30 @@ def sum(s, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
         v = v.sum(axis=dn_axes, keepdims=keepdims, dtype=v.dtype)
     if not sp_axes and S:
         return s._with_values(v)
-    kept = tuple(d for d in range(S) if d not in sp_axes)
-    if not kept:  # every sparse dim summed: a dense result
+    if set(range(S)) <= set(sp_axes):  # every sparse dim summed: a dense result
         out = v.sum(axis=0, dtype=v.dtype)
         if keepdims:
             out = out.reshape((1,) * S + tuple(out.shape))
         return out
+    return _sum_sparse_dims(s, v, sp_axes, keepdims)
+
+
+def _sum_args(s, axis, dtype, keepdims, dim, keepdim):
+    """``sum``'s arguments resolved: (normalized axes, dtype, keepdims as a bool)."""
+    axis = pick("axis", axis, "dim", dim, None, "sparse.sum")
+    keepdims = pick("keepdims", keepdims, "keepdim", keepdim, False, "sparse.sum")
+    if isinstance(dtype, (bool, np.bool_)):
+        raise TypeError(f"sparse.sum: dtype must be a dtype, got {dtype!r} (the signature is "
+                        "sum(s, axis=None, dtype=None, keepdims=False); pass keepdims= by keyword)")
+    keepdims = bool(keepdims)
+    return normalize_axis(axis, s.ndim, "sum"), dtype, keepdims
+
+
+def _sum_sparse_dims(s, v, sp_axes, keepdims):
+    """``s`` with values ``v`` summed over the sparse dims ``sp_axes`` (some sparse dims kept):
+    the entries grouped by their kept coordinates, a coalesced sparse result."""
+    S = s.sparse_dim
+    kept = tuple(d for d in range(S) if d not in sp_axes)
     xp = s._xp()
     rows = s._coo_rows()
     kdims = tuple(s.shape[d] for d in kept)

@@ -1,0 +1,268 @@
+"""The containers (``Sequential``, ``ModuleList``) and the basic layers of ``mg.nn``.
+
+Every constructor checks its sizes (positive ints), with a ValueError naming the layer and
+the argument. Convolution, pooling and batch norm are in ``layers_conv.py``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import creation as _creation
+from . import init
+from . import functional as F
+from .module import Module, Parameter
+
+
+def _size(value, layer, arg):
+    """``value`` as an int, which must be positive: a ValueError naming the layer and the argument."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{layer}: {arg} must be a positive int, got {value!r}")
+    return int(value)
+
+
+# -- containers -----------------------------------------------------------------------------------------
+
+
+class Sequential(Module):
+    """Modules applied one after another: ``Sequential(Linear(2, 16), ReLU(), Linear(16, 1))``.
+
+    Children are named "0", "1", ... (or by the keys of an OrderedDict given alone).
+    """
+
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], (OrderedDict, dict)):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+        else:
+            for i, m in enumerate(modules):
+                if not isinstance(m, Module):
+                    raise TypeError(f"Sequential: argument {i} is {type(m).__name__}, not an nn.Module")
+                self.add_module(str(i), m)
+
+    def forward(self, x):
+        d = self.__dict__
+        for name in d["_module_names"]:
+            x = d[name](x)
+        return x
+
+    def __len__(self):
+        return len(self.__dict__["_module_names"])
+
+    def __iter__(self):
+        return iter(list(self.children()))
+
+    def _key(self, i):
+        names = list(self.__dict__["_module_names"])
+        n = len(names)
+        if not -n <= i < n:
+            raise IndexError(f"Sequential: index {i} is out of range for {n} modules")
+        return names[i % n]
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            names = list(self.__dict__["_module_names"])[i]
+            return Sequential(OrderedDict((k, self.__dict__[k]) for k in names))
+        return self.__dict__[self._key(i)]
+
+    def __setitem__(self, i, module):
+        setattr(self, self._key(i), module)
+
+    def append(self, module):
+        """Add ``module`` at the end; returns self."""
+        self.add_module(str(len(self)), module)
+        return self
+
+
+class ModuleList(Module):
+    """A list of modules that registers them (``parameters()`` sees their parameters)."""
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.extend(modules)
+
+    def __len__(self):
+        return len(self.__dict__["_module_names"])
+
+    def __iter__(self):
+        return iter(list(self.children()))
+
+    def __getitem__(self, i):
+        names = list(self.__dict__["_module_names"])
+        if isinstance(i, slice):
+            return ModuleList([self.__dict__[k] for k in names[i]])
+        if not -len(names) <= i < len(names):
+            raise IndexError(f"ModuleList: index {i} is out of range for {len(names)} modules")
+        return self.__dict__[names[i]]
+
+    def __setitem__(self, i, module):
+        names = list(self.__dict__["_module_names"])
+        setattr(self, names[i], module)
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleList is a container: iterate over it in your forward()")
+
+
+# -- layers -------------------------------------------------------------------------------------------------
+
+
+class Identity(Module):
+    """Returns its input."""
+
+    def forward(self, x):
+        return x
+
+
+class Flatten(Module):
+    """Flattens dims ``start_dim..end_dim`` (by default all but the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Linear(Module):
+    """``y = x @ weight.T + bias`` with ``weight`` (out, in) and ``bias`` (out,).
+
+    Initialised as PyTorch does: weight ~ U(-1/sqrt(in), 1/sqrt(in)) (kaiming_uniform_
+    with a=sqrt(5)), bias ~ U(-1/sqrt(in), 1/sqrt(in)). Float32 unless ``dtype`` says otherwise.
+
+    >>> mg.nn.Linear(3, 2)(mg.ones(5, 3)).shape
+    (5, 2)
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None, device=None):
+        super().__init__()
+        self.in_features = _size(in_features, "Linear", "in_features")
+        self.out_features = _size(out_features, "Linear", "out_features")
+        self.weight = Parameter(_creation.empty(self.out_features, self.in_features, dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(_creation.empty(self.out_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+
+class ReLU(Module):
+    """max(x, 0)."""
+
+    def forward(self, x):
+        return F.relu(x)
+
+
+class Tanh(Module):
+    """tanh(x)."""
+
+    def forward(self, x):
+        return F.tanh(x)
+
+
+class Sigmoid(Module):
+    """1 / (1 + exp(-x))."""
+
+    def forward(self, x):
+        return F.sigmoid(x)
+
+
+class Embedding(Module):
+    """A lookup table: integer indices of any shape -> rows of ``weight`` (num_embeddings, embedding_dim).
+
+    Initialised from N(0, 1), as PyTorch does.
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None, device=None):
+        super().__init__()
+        self.num_embeddings = _size(num_embeddings, "Embedding", "num_embeddings")
+        self.embedding_dim = _size(embedding_dim, "Embedding", "embedding_dim")
+        self.weight = Parameter(_creation.empty(self.num_embeddings, self.embedding_dim, dtype=dtype, device=device))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+
+    def forward(self, indices):
+        return F.embedding(indices, self.weight)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Dropout(Module):
+    """In training mode, zero each element with probability ``p`` and scale the rest by 1/(1-p);
+    the identity in eval mode."""
+
+    def __init__(self, p: float = 0.5):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"Dropout: p must be in [0, 1], got {p}")
+        self.p = float(p)
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` dims, then scale by ``weight`` (ones)
+    and shift by ``bias`` (zeros)."""
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
+                 dtype=None, device=None):
+        super().__init__()
+        if isinstance(normalized_shape, str) or not hasattr(normalized_shape, "__iter__"):  # one size
+            self.normalized_shape = (_size(normalized_shape, "LayerNorm", "normalized_shape"),)
+        else:
+            self.normalized_shape = tuple(_size(s, "LayerNorm", f"normalized_shape[{i}]")
+                                          for i, s in enumerate(normalized_shape))
+        self.eps = float(eps)
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(_creation.ones(self.normalized_shape, dtype=dtype, device=device))
+            if bias:
+                self.bias = Parameter(_creation.zeros(self.normalized_shape, dtype=dtype, device=device))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
