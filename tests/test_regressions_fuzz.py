@@ -384,3 +384,20 @@ def test_recorded_setitem_with_a_bad_value_shape_starts_with_setitem():
 def test_ragged_nested_list_names_tensor():
     msg = _raises(ValueError, lambda: mg.tensor([[1, 2], [3]]), "tensor")
     assert msg.startswith("tensor:") and "rectangular" in msg
+
+
+def test_std_second_derivative_at_a_constant_row_is_finite():
+    # found by tests/test_fuzz.py (seed 675887039): std's rule selected 0 at a constant row but
+    # divided by the 0 std, so the grad of grad (div's rule, num / den**2) was 0 * NaN there
+    torch = pytest.importorskip("torch")
+    a = np.array([[3.0, 3.0, 3.0], [1.0, -2.0, 0.5]])
+    w = np.array([0.7, -1.3])
+    x = leaf_of(a)
+    (gx,) = mg.grad((x.std(axis=1) * mg.tensor(w)).sum(), x, create_graph=True)
+    (hx,) = mg.grad((gx * mg.tensor(a)).sum(), x)
+    tx = torch.tensor(a, requires_grad=True)
+    (tg,) = torch.autograd.grad((tx.std(dim=1, correction=0) * torch.tensor(w)).sum(), tx, create_graph=True)
+    (th,) = torch.autograd.grad((tg * torch.tensor(a)).sum(), tx)
+    assert np.isfinite(to_np(hx)).all()
+    np.testing.assert_allclose(to_np(gx), tg.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_np(hx), th.numpy(), rtol=1e-10, atol=1e-14)
