@@ -205,7 +205,10 @@ def const(v, op: str):
             raise TypeError(f"{op}: unsupported operand of dtype {v.dtype} (expected numbers)")
         return v
     if isinstance(v, (list, tuple)):
-        return Tensor(v).data
+        try:
+            return Tensor(v).data
+        except (TypeError, ValueError) as e:  # Tensor's message names ``tensor``; this one names the op
+            raise type(e)(f"{op}: cannot use {type(v).__name__} operand as a tensor: {e}") from None
     if hasattr(v, "_sparse_values_for_grad"):
         raise TypeError(f"{op}: sparse tensors are not supported here; use mg.sparse functions or .to_dense()")
     if isinstance(v, complex):

@@ -253,7 +253,8 @@ def sign(x):
 abs = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.saved[0]),), _unary_samples(away=0.0),  # noqa: A001
              numpy=(np.absolute,), save=(0,))
 
-CLONE = defop("clone", lambda xp, x: x.copy(), lambda ctx, g: (g,), kind="elementwise",
+CLONE = defop("clone", lambda xp, x: x.copy() if hasattr(x, "copy") else xp.array(x),  # a Python number too
+              lambda ctx, g: (g,), kind="elementwise",
               samples=_unary_samples(), torch=lambda th, x: x.clone())
 
 
@@ -421,7 +422,8 @@ logical_and = _compare("logical_and", lambda xp, x, y: x & y, ("__and__", "__ran
 logical_or = _compare("logical_or", lambda xp, x, y: x | y, ("__or__", "__ror__"), (np.logical_or,), ())
 logical_xor = _compare("logical_xor", lambda xp, x, y: x ^ y, ("__xor__", "__rxor__"), (np.logical_xor,), ())
 
-NOT = defop("logical_not", lambda xp, x: ~x if x.dtype.kind in "biu" else xp.logical_not(x), kind="elementwise")
+NOT = defop("logical_not", lambda xp, x: ~x if getattr(x, "dtype", np.dtype(float)).kind in "biu"
+            else xp.logical_not(x), kind="elementwise")
 
 
 @public(NOT, dunders=("__invert__",), numpy=(np.logical_not,))

@@ -350,6 +350,9 @@ def view_history(v, base, pos):
     r = apply(AS_STRIDED, base, pos, shape=tuple(base.data.shape))
     n = r._node
     n.view_ver = v._ver[0]
+    old = v._node
+    if old is not None and old.retain is not None and old.retain() is v:  # retain_grad() goes along
+        n.retain, old.retain = old.retain, None
     v._node, v._oidx, v._rg = n, 0, True
     return n
 

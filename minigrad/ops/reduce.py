@@ -231,8 +231,12 @@ def _std_rule(ctx, g, axes, keepdims, ddof):
     for a in axes:
         n *= shape[a]
     d = x - x.mean(axis=axes, keepdims=True)
-    # where the deviation is 0 the gradient is 0, as PyTorch's (selected, so no 0/0 NaN)
-    return (where(out == 0, 0.0, g * d / (out * (n - ddof))),)
+    # where the deviation is 0 the gradient is 0, as PyTorch's (selected, so no 0/0 NaN); the
+    # divisor is made safe too, so that the second derivative (div's rule: num / den**2) stays
+    # finite there as well instead of multiplying a selected 0 by NaN
+    zero = out == 0
+    safe = where(zero, 1.0, out)
+    return (where(zero, 0.0, g * d / (safe * (n - ddof))),)
 
 
 STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddof, keepdims=keepdims), _std_rule,
