@@ -124,3 +124,56 @@ def check(fn, *inputs, gg=True):
     assert mg.gradcheck(fn, inputs)
     if gg:
         assert mg.gradgradcheck(fn, inputs)
+
+
+# -- helpers several test files share ---------------------------------------------------------------
+
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def load_example(name):
+    """Import ``examples/<name>.py`` as a module (examples import each other: demo.py imports digits.py)."""
+    import importlib.util
+    import sys
+
+    if EXAMPLES not in sys.path:
+        sys.path.insert(0, EXAMPLES)
+    spec = importlib.util.spec_from_file_location(f"example_{name}", os.path.join(EXAMPLES, f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def has_module(name) -> bool:
+    """Whether an optional dependency is installed."""
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
+def line_of(marker, path):
+    """The line of ``path`` that ends with ``# <marker>`` (exactly one)."""
+    with open(path, encoding="utf-8") as f:
+        hits = [i for i, s in enumerate(f, 1) if s.rstrip().endswith(f"# {marker}")]
+    assert len(hits) == 1, marker
+    return hits[0]
+
+
+def run_in_threads(*fns):
+    """Run each function in its own thread; re-raise (as an assertion) whatever any of them raised."""
+    import threading
+
+    errors = []
+
+    def run(f):
+        try:
+            f()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=run, args=(f,)) for f in fns]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert not errors, errors

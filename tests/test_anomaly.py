@@ -8,16 +8,14 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+from conftest import line_of as _line_of
 from minigrad import _state
 
 HERE = os.path.abspath(__file__)
 
 
 def line_of(marker):
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, s in enumerate(f, 1) if s.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, marker
-    return hits[0]
+    return _line_of(marker, HERE)
 
 
 @pytest.fixture(autouse=True)

@@ -8,16 +8,13 @@ import pytest
 from conftest import leaf
 
 import minigrad as mg
+from conftest import line_of as _line_of
 
 HERE = os.path.abspath(__file__)
 
 
 def line_of(marker):
-    """The line of this file that carries ``# <marker>``."""
-    with open(HERE, encoding="utf-8") as f:
-        hits = [i for i, s in enumerate(f, 1) if s.rstrip().endswith(f"# {marker}")]
-    assert len(hits) == 1, marker
-    return hits[0]
+    return _line_of(marker, HERE)
 
 
 class WrongFactor(mg.autograd.Function):

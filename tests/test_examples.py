@@ -3,30 +3,19 @@
 The full runs (and their figures of merit: moons >= 97 %, digits >= 97 %) are the examples
 themselves: ``python examples/<name>.py``.
 """
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import DEVICE
+from conftest import DEVICE, has_module, load_example
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def load(name):
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))  # demo.py imports digits.py
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _has(mod):
-    return importlib.util.find_spec(mod) is not None
+load = load_example
+_has = has_module
 
 
 def test_moons(tmp_path):

@@ -2,27 +2,19 @@
 into a temporary folder. The full runs and their figures of merit (cnn_digits >= 98 % test
 accuracy; char_transformer's held-out loss below the bigram baseline) are the examples
 themselves: ``python examples/<name>.py``."""
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import has_module, load_example
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
-def load(name):
-    if str(EXAMPLES) not in sys.path:
-        sys.path.insert(0, str(EXAMPLES))
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def _has(mod):
-    return importlib.util.find_spec(mod) is not None
+load = load_example
+_has = has_module
 
 
 def _quiet(*args):

@@ -9,7 +9,7 @@ import pytest
 import minigrad as mg
 from minigrad import backend as be
 
-from conftest import leaf_of, to_np
+from conftest import leaf_of, run_in_threads, to_np
 
 
 def _ok(t, want):
@@ -71,23 +71,6 @@ def test_stale_view_inside_the_graph_keeps_retain_grad():
 
 # -- 2. grad mode per thread ---------------------------------------------------------------------
 
-def _threads(*fns):
-    errors = []
-
-    def run(f):
-        try:
-            f()
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    ts = [threading.Thread(target=run, args=(f,)) for f in fns]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
-    assert not errors, errors
-
-
 def test_overlapping_no_grad_in_two_threads_restores_grad_mode():
     barrier = threading.Barrier(2, timeout=10)
     seen = []
@@ -102,7 +85,7 @@ def test_overlapping_no_grad_in_two_threads_restores_grad_mode():
             with mg.no_grad(), mg.enable_grad():
                 seen.append(not mg.is_grad_enabled())
 
-    _threads(worker, worker)
+    run_in_threads(worker, worker)
     assert not any(seen)
     assert mg.is_grad_enabled()
 
@@ -130,7 +113,7 @@ def test_overlapping_backward_in_two_threads_restores_grad_mode():
             results[("grad", k)] = to_np(x.grad)
         return f
 
-    _threads(worker(0), worker(1))
+    run_in_threads(worker(0), worker(1))
     for k in (0, 1):
         assert results[("inside", k)] == {False}
         assert results[("after", k)] == {True}
@@ -156,7 +139,7 @@ def test_no_grad_in_one_thread_while_another_runs_backward():
         seen["rg"] = (x * 2).requires_grad
         done.set()
 
-    _threads(a, b)
+    run_in_threads(a, b)
     assert seen == {"a": False, "b": True, "rg": True}
 
 

@@ -4,23 +4,7 @@ import threading
 import numpy as np
 
 import minigrad as mg
-
-
-def _in_threads(*fns):
-    errors = []
-
-    def run(fn):
-        try:
-            fn()
-        except BaseException as e:  # noqa: BLE001 - reported below
-            errors.append(e)
-
-    ts = [threading.Thread(target=run, args=(f,)) for f in fns]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(60)
-    assert not errors, errors
+from conftest import run_in_threads
 
 
 def test_no_grad_in_one_thread_does_not_stop_recording_in_another():
@@ -39,7 +23,7 @@ def test_no_grad_in_one_thread_does_not_stop_recording_in_another():
         seen["enabled"] = mg.is_grad_enabled()
         done.set()
 
-    _in_threads(a, b)
+    run_in_threads(a, b)
     assert seen == {"rg": True, "enabled": True}
 
 
@@ -63,7 +47,7 @@ def test_overlapping_no_grad_blocks_leave_grad_mode_as_it_was():
             x = mg.ones(2, requires_grad=True)
             assert (x * 3).requires_grad
 
-    _in_threads(worker(0), other)
+    run_in_threads(worker(0), other)
     assert mg.is_grad_enabled()
 
 
@@ -81,7 +65,7 @@ def test_overlapping_backward_calls_in_two_threads():
                 np.testing.assert_allclose(w.grad.numpy(), expected, rtol=1e-10)
         return f
 
-    _in_threads(train(0), train(1), train(2))
+    run_in_threads(train(0), train(1), train(2))
     assert mg.is_grad_enabled()
 
 
@@ -118,7 +102,7 @@ def test_concurrent_training_with_one_thread_evaluating_under_no_grad():
             with mg.no_grad():
                 assert not model(x).requires_grad
 
-    _in_threads(trainer(0), trainer(1), evaluator)
+    run_in_threads(trainer(0), trainer(1), evaluator)
     assert not failures, failures[:5]
 
 
@@ -140,5 +124,5 @@ def test_profile_is_per_thread():
             mg.ones(3).exp()
         done.set()
 
-    _in_threads(profiled, other)
+    run_in_threads(profiled, other)
     assert counts == {"mine": 1, "others_seen": False}
