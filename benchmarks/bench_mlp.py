@@ -204,7 +204,7 @@ def check_agreement(weights, X, y, torch):
     for _ in range(3):
         l_mg = float(s_mg().item())
         l_np = float(s_np())
-    W_mg = model[0].weight.numpy()
+    W_mg = model[0].weight.detach().numpy()
     assert np.allclose(W_mg, Ws[0][0], atol=1e-5), "minigrad and the NumPy floor disagree"
     s_tuned, Wt = make_numpy_tuned(weights, X, y)
     for _ in range(3):

@@ -185,11 +185,11 @@ def main():
         tf, _ = torch_workload(torch, idx, vals, a.side)
         tr = tf().coalesce()
         assert np.array_equal(tr.indices().numpy(), r.indices.numpy())
-        assert np.allclose(tr.values().numpy(), r.values.numpy())
+        assert np.allclose(tr.values().numpy(), r.values.detach().numpy())
     if sc_rows is not None:
         dense = np.asarray(sc_rows()).reshape(a.side, a.side)
         ii = r.indices.numpy()
-        assert np.allclose(dense[ii[0], ii[1]], r.values.numpy())
+        assert np.allclose(dense[ii[0], ii[1]], r.values.detach().numpy())
 
     rep = a.repeat
     t = {}

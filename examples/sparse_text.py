@@ -159,7 +159,7 @@ def main(steps: int = 300, n_docs: int = 4000, vocab: int = 5000, layout: str = 
     dt = time.perf_counter() - t0
     assert X.layout == layout and Xte.layout == layout  # still sparse, still the same layout
     acc = float(((predict(Xte, w, b) > 0) == (yte > 0.5)).mean())
-    wn = w.numpy()[:, 0]
+    wn = w.detach().numpy()[:, 0]
     order = np.argsort(wn)
     print(f"trained {steps} steps in {dt:.1f}s")
     print("most positive words:", ", ".join(words[i] for i in order[::-1][:8]))

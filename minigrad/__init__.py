@@ -16,7 +16,7 @@ import numpy as _np
 from . import autograd, ops
 from .backend import get_default_device, set_default_device
 from .creation import (
-    arange, empty, eye, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, randint,
+    arange, empty, eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, randint,
     randn, tensor, zeros, zeros_like,
 )
 from .backward import grad
@@ -46,7 +46,7 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     ["Tensor", "tensor", "zeros", "ones", "full", "full_like", "empty", "arange", "linspace", "eye", "zeros_like",
-     "ones_like", "rand", "randn", "randint", "from_numpy", "manual_seed", "set_default_dtype", "get_default_dtype",
+     "ones_like", "rand", "randn", "randint", "from_numpy", "from_dlpack", "manual_seed", "set_default_dtype", "get_default_dtype",
      "set_default_device", "get_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
      "grad", "gradcheck", "gradgradcheck", "AnomalyError", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",
      "get_num_threads", "autograd", "ops", "cat", "clamp", "dot", "save", "load", "nn", "optim", "sparse", "viz",

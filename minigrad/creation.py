@@ -173,3 +173,48 @@ def from_numpy(a, requires_grad=False) -> Tensor:
     if not hasattr(a, "shape") or not hasattr(a, "dtype"):
         raise TypeError(f"from_numpy: expected a NumPy or CuPy array, got {type(a).__name__}")
     return Tensor(a, requires_grad=requires_grad)
+
+
+# DLPack device types (dlpack.h): where the producer's memory lives
+_DL_HOST = (1, 3, 11)      # kDLCPU, kDLCUDAHost (pinned), kDLROCMHost: NumPy can read it
+_DL_CUDA = (2, 10, 13)     # kDLCUDA, kDLROCM, kDLCUDAManaged: CuPy can read it
+
+
+def from_dlpack(obj, requires_grad=False) -> Tensor:
+    """A Tensor over the memory of ``obj`` (a PyTorch / JAX / CuPy / NumPy array, a minigrad
+    Tensor: anything with ``__dlpack__`` and ``__dlpack_device__``), without a copy.
+
+    Host memory becomes a CPU tensor (``np.from_dlpack``), CUDA memory a ``cuda:N`` tensor
+    (``cupy.from_dlpack``). Writes through either side show in the other. A minigrad tensor
+    that requires grad hands over its detached data: the result is a new leaf.
+
+    >>> import torch  # doctest: skip
+    >>> t = mg.from_dlpack(torch.arange(3.0))  # doctest: skip
+    """
+    if isinstance(obj, Tensor):
+        obj = obj.detach()
+    dev = getattr(obj, "__dlpack_device__", None)
+    if dev is None or not hasattr(obj, "__dlpack__"):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__ and __dlpack_device__ "
+                        f"(a PyTorch, JAX, CuPy or NumPy array), got {type(obj).__name__}")
+    kind, index = (int(v) for v in dev())
+    if kind in _DL_HOST:
+        arr = np.from_dlpack(obj)
+    elif kind in _DL_CUDA:
+        xp = _be.xp_for(f"cuda:{index}")
+        take = getattr(xp, "from_dlpack", None)
+        if take is None:
+            raise TypeError(f"from_dlpack: the CUDA backend ({xp.__name__}) has no from_dlpack")
+        with xp.cuda.Device(index):
+            arr = take(obj)
+    else:
+        raise TypeError(f"from_dlpack: DLPack device type {kind} (device {index}) is neither host "
+                        "memory nor CUDA; minigrad holds CPU (NumPy) and CUDA (CuPy) arrays only")
+    return _finish_dlpack(arr, requires_grad)
+
+
+def _finish_dlpack(arr, requires_grad):
+    t = _wrap(arr)
+    if requires_grad:
+        t.requires_grad = True
+    return t

@@ -40,6 +40,10 @@ def check_grad_dtype(dtype, where="requires_grad") -> None:
 
 _new = object.__new__
 
+_NEEDS_DETACH = ("Can't call {what} a Tensor that requires grad: NumPy would not record what it does, "
+                 "so no gradient would flow back. Use tensor.detach().numpy() instead "
+                 "(or np.asarray(tensor.detach())).")
+
 
 def wrap(data):
     """A Tensor over the backend array ``data``: no checks, no copy (internal)."""
@@ -266,7 +270,13 @@ class Tensor:
 
     # -- conversion ----------------------------------------------------------
     def numpy(self) -> np.ndarray:
-        """A host NumPy array (the same memory on the CPU; an explicit copy from the GPU)."""
+        """A host NumPy array (the same memory on the CPU; an explicit copy from the GPU).
+
+        A tensor that requires grad refuses, as PyTorch's does: what NumPy does with the array
+        is not recorded, so ``t.detach().numpy()`` says that the gradient stops there.
+        """
+        if self._rg:
+            raise RuntimeError(_NEEDS_DETACH.format(what="numpy() on"))
         return _be.to_numpy(self.data)
 
     def item(self):
@@ -278,6 +288,8 @@ class Tensor:
         return _be.to_numpy(self.data).tolist()
 
     def __array__(self, dtype=None, copy=None):
+        if self._rg:
+            raise RuntimeError(_NEEDS_DETACH.format(what="np.asarray() / np.array() (__array__) on"))
         if _be.is_cupy_array(self.data):  # as CuPy and PyTorch: no implicit device-to-host copy
             raise TypeError(
                 f"can't convert a {self.device} tensor to a NumPy array implicitly; use t.numpy() "
@@ -285,6 +297,26 @@ class Tensor:
             )
         a = self.data if dtype is None else self.data.astype(dtype, copy=False)
         return a.copy() if copy and a is self.data else a
+
+    # -- DLPack ---------------------------------------------------------------
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the data for ``np.from_dlpack``, ``torch.from_dlpack``, ``cupy.from_dlpack``...
+
+        No copy: the consumer sees this tensor's memory (a write through either shows in the
+        other). A tensor that requires grad hands over its detached data: the consumer's
+        operations are not recorded.
+        """
+        kw = {k: v for k, v in (("stream", stream), ("max_version", max_version),
+                                ("dl_device", dl_device), ("copy", copy)) if v is not None}
+        return self.data.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        """(device type, device id) as DLPack counts them: (1, 0) for the CPU, (2, N) for cuda:N."""
+        dev = getattr(self.data, "__dlpack_device__", None)
+        if dev is None:
+            raise TypeError(f"__dlpack_device__: the {self.device} backend array "
+                            f"({type(self.data).__module__}.{type(self.data).__name__}) has no DLPack support")
+        return dev()
 
     def detach(self) -> "Tensor":
         """The same data, cut from the graph (shares memory and version counter)."""

@@ -78,7 +78,7 @@ def dev(a):
 def to_np(x):
     """Host NumPy array of a Tensor / array."""
     if isinstance(x, mg.Tensor):
-        return x.numpy()
+        return x.detach().numpy()
     return mg.backend.to_numpy(x) if hasattr(x, "shape") else np.asarray(x)
 
 

@@ -165,7 +165,7 @@ def test_factories_take_device(cuda, make):
     assert t.device == "cuda:0" and be.is_cupy_array(t.data)
     cpu = make("cpu")
     assert cpu.device == "cpu"
-    np.testing.assert_allclose(t.numpy(), cpu.numpy())
+    np.testing.assert_allclose(t.detach().numpy(), cpu.detach().numpy())
 
 
 def test_like_factories_can_move(cuda):
@@ -325,7 +325,7 @@ def test_op_same_on_device(cuda, name):
     ref, rxs = _run(fn, arrays, "cpu", True)
     out, xs = _run(fn, arrays, cuda, True)
     assert out.device == "cuda:0" and be.is_cupy_array(out.data)
-    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6, atol=1e-6)
     for x, rx in zip(xs, rxs, strict=True):
         assert x.grad.device == "cuda:0"
         np.testing.assert_allclose(x.grad.numpy(), rx.grad.numpy(), rtol=1e-6, atol=1e-6)
@@ -409,7 +409,7 @@ def test_module_to_and_training_on_device(cuda, tmp_path):
             opt.step()
     for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         assert p.device == "cuda:0" and p.grad.device == "cuda:0"
-        np.testing.assert_allclose(p.numpy(), q.numpy(), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-4, atol=1e-5)
     # save writes host arrays; load gives them back on the CPU
     pytest.importorskip("minigrad.io")
     path = tmp_path / "m.npz"

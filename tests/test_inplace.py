@@ -211,7 +211,7 @@ def test_view_of_a_leaf_requiring_grad():
     with mg.no_grad():
         w[0] += 1
         w.T[1] = 0.0
-    assert w.numpy()[1, 1] == 0
+    assert w.detach().numpy()[1, 1] == 0
 
 
 def test_optimizer_style_update():
@@ -222,14 +222,14 @@ def test_optimizer_style_update():
         with mg.no_grad():
             w -= 0.25 * w.grad
         w.grad = None
-    np.testing.assert_allclose(w.numpy(), 1 + (rnd(4) - 1) * 0.5 ** 3, rtol=1e-12)
+    np.testing.assert_allclose(w.detach().numpy(), 1 + (rnd(4) - 1) * 0.5 ** 3, rtol=1e-12)
 
 
 def test_detached_alias_of_a_leaf_writes_values():
     w = leaf(3)
     loss = (w * 3).sum()  # saves nothing that depends on w's value
     w.detach().zero_()
-    assert (w.numpy() == 0).all()
+    assert (w.detach().numpy() == 0).all()
     loss.backward()
     np.testing.assert_array_equal(w.grad.numpy(), [3, 3, 3])
 
@@ -241,7 +241,7 @@ def test_buffer_written_with_values_that_require_grad():
     buf[1] = x * 2
     assert buf.requires_grad and not buf.is_leaf and buf.grad_fn.op == "setitem"
     (buf * buf).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 8 * x.numpy())
+    np.testing.assert_allclose(x.grad.numpy(), 8 * x.detach().numpy())
     acc = mg.zeros((), dtype=mg.float64)
     acc += (x * x).sum()
     assert acc.requires_grad
@@ -323,7 +323,7 @@ def test_setitem_repeated_indices_the_last_write_wins_and_gets_the_gradient():
     v = leaf(3, 1)
     y = x * 1
     y[[0, 0, 2]] = v       # v[0] is overwritten by v[1] at position 0
-    np.testing.assert_allclose(y.numpy(), [v.numpy()[1], x.numpy()[1], v.numpy()[2], x.numpy()[3]])
+    np.testing.assert_allclose(y.detach().numpy(), [v.detach().numpy()[1], x.detach().numpy()[1], v.detach().numpy()[2], x.detach().numpy()[3]])
     (y * mg.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
     np.testing.assert_allclose(v.grad.numpy(), [0.0, 1.0, 3.0])
     np.testing.assert_allclose(x.grad.numpy(), [0.0, 2.0, 0.0, 4.0])
@@ -407,7 +407,7 @@ def test_views_taken_before_the_storage_required_grad():
     buf[1:] = x * 3
     assert tail.requires_grad and not d.requires_grad
     (tail * tail).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), 18 * x.numpy())
+    np.testing.assert_allclose(x.grad.numpy(), 18 * x.detach().numpy())
 
 
 def test_plain_views_are_remembered_weakly():
@@ -432,7 +432,7 @@ def test_detached_alias_of_a_graph_tensor_cannot_be_written_with_grad():
         v.zero_()
     with mg.no_grad():
         y.detach().add_(1)   # the user asked for it
-    np.testing.assert_allclose(y.numpy(), 2 * x.numpy() + 1)
+    np.testing.assert_allclose(y.detach().numpy(), 2 * x.detach().numpy() + 1)
 
 
 def test_retain_grad_follows_the_rebase():
@@ -441,7 +441,7 @@ def test_retain_grad_follows_the_rebase():
     y.retain_grad()
     y.mul_(3)
     (y * y).sum().backward()
-    np.testing.assert_allclose(y.grad.numpy(), 2 * y.numpy())
+    np.testing.assert_allclose(y.grad.numpy(), 2 * y.detach().numpy())
 
 
 def test_grad_fn_and_tape_show_the_writes():
@@ -797,7 +797,7 @@ def test_floor_divide_has_a_zero_gradient():
     y //= 0.5
     assert y.grad_fn.op == "floor_divide_"
     (y * x).sum().backward()
-    np.testing.assert_allclose(x.grad.numpy(), (x.numpy() * 3) // 0.5)  # only through the product
+    np.testing.assert_allclose(x.grad.numpy(), (x.detach().numpy() * 3) // 0.5)  # only through the product
     w = leaf(3, 1, low=1.0)
     z = x * 1
     z.floor_divide_(w)  # not differentiable in the divisor either (as x // w): w gets nothing

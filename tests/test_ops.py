@@ -43,7 +43,7 @@ def test_binary_broadcasting(name, sa, sb):
     a = leaf(sa, 1, low=kw.get("a_low"))
     b = leaf(sb, 2, low=kw.get("b_low"))
     out = f(a, b)
-    want = npf(a.numpy(), b.numpy())
+    want = npf(a.detach().numpy(), b.detach().numpy())
     assert out.shape == want.shape and out.dtype == np.float64
     np.testing.assert_allclose(to_np(out), want, rtol=1e-12)
     check(f, a, b)
@@ -88,14 +88,14 @@ def test_pow_special_exponents():
 def test_mod():
     a = mg.tensor(rnd((2, 3), 5, low=0.1) * 3, requires_grad=True)
     b = mg.tensor(rnd((3,), 6, low=1.0), requires_grad=True)
-    np.testing.assert_allclose(to_np(a % b), np.mod(a.numpy(), b.numpy()))
+    np.testing.assert_allclose(to_np(a % b), np.mod(a.detach().numpy(), b.detach().numpy()))
     check(lambda x, y: x % y, a, b, gg=False)
 
 
 def test_floordiv_has_no_gradient():
     a = leaf((3,), 7)
     out = a // 0.5
-    np.testing.assert_array_equal(to_np(out), a.numpy() // 0.5)
+    np.testing.assert_array_equal(to_np(out), a.detach().numpy() // 0.5)
     assert not out.requires_grad
 
 
@@ -130,7 +130,7 @@ def test_where(sc, sa, sb):
     cond = dev(rng.random(sc) > 0.5)
     a, b = leaf(sa, 9), leaf(sb, 10)
     out = mg.where(cond, a, b)
-    np.testing.assert_array_equal(to_np(out), np.where(to_np(cond), a.numpy(), b.numpy()))
+    np.testing.assert_array_equal(to_np(out), np.where(to_np(cond), a.detach().numpy(), b.detach().numpy()))
     check(lambda x, y: mg.where(cond, x, y), a, b)
     check(lambda x: mg.where(mg.tensor(cond), x, 0.0), a)
     check(lambda y: mg.where(cond, 1.0, y), b)
@@ -139,7 +139,7 @@ def test_where(sc, sa, sb):
 def test_where_with_bool_tensor_condition_from_comparison():
     x = leaf((5,), 11, away=[0.0])
     y = mg.where(x > 0, x, x * 0.1)
-    np.testing.assert_allclose(to_np(y), np.where(x.numpy() > 0, x.numpy(), x.numpy() * 0.1))
+    np.testing.assert_allclose(to_np(y), np.where(x.detach().numpy() > 0, x.detach().numpy(), x.detach().numpy() * 0.1))
     check(lambda t: mg.where(t > 0, t, t * 0.1), x)
 
 
@@ -148,7 +148,7 @@ def test_where_with_bool_tensor_condition_from_comparison():
 def test_clip(lo, hi, shape):
     x = leaf(shape, 12, away=[v for v in (lo, hi) if v is not None])
     out = mg.clip(x, lo, hi)
-    np.testing.assert_array_equal(to_np(out), np.clip(x.numpy(), lo, hi))
+    np.testing.assert_array_equal(to_np(out), np.clip(x.detach().numpy(), lo, hi))
     check(lambda t: mg.clip(t, lo, hi), x)
     check(lambda t: t.clamp(lo, hi), x)
 
@@ -163,7 +163,7 @@ def test_clip_with_tensor_bounds():
     x, lo = leaf((2, 3), 13), leaf((3,), 14)
     hi = lo + 1.0
     out = mg.clip(x, lo, hi)
-    np.testing.assert_allclose(to_np(out), np.clip(x.numpy(), lo.numpy(), hi.numpy()))
+    np.testing.assert_allclose(to_np(out), np.clip(x.detach().numpy(), lo.detach().numpy(), hi.detach().numpy()))
     check(lambda t, l: mg.clip(t, l, l + 1.0), x, lo)
 
 
@@ -180,9 +180,9 @@ def test_comparisons_return_bool_without_grad(op):
     a, b = leaf((2, 3), 15), leaf((3,), 16)
     out = f(a, b)
     assert out.dtype == np.bool_ and not out.requires_grad
-    np.testing.assert_array_equal(to_np(out), f(a.numpy(), b.numpy()))
-    np.testing.assert_array_equal(to_np(f(a, 0.0)), f(a.numpy(), 0.0))
-    np.testing.assert_array_equal(to_np(f(0.0, a)), f(0.0, a.numpy()))
+    np.testing.assert_array_equal(to_np(out), f(a.detach().numpy(), b.detach().numpy()))
+    np.testing.assert_array_equal(to_np(f(a, 0.0)), f(a.detach().numpy(), 0.0))
+    np.testing.assert_array_equal(to_np(f(0.0, a)), f(0.0, a.detach().numpy()))
 
 
 def test_logical_ops_on_bool_tensors():
@@ -218,7 +218,7 @@ def test_unary(name, shape):
     x = leaf(shape, 17, **kw)
     out = f(x)
     assert out.shape == shape and out.dtype == np.float64
-    np.testing.assert_allclose(to_np(out), npf(x.numpy()), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(to_np(out), npf(x.detach().numpy()), rtol=1e-12, atol=1e-15)
     check(f, x, gg=name not in ("relu", "abs", "neg") or shape == (2, 3))
 
 
@@ -265,7 +265,7 @@ AXES = [None, 0, -1, (0, 2), ()]
 def test_mean(axis, keepdims):
     x = leaf((2, 3, 4), 20)
     out = x.mean(axis=axis, keepdims=keepdims)
-    np.testing.assert_allclose(to_np(out), x.numpy().mean(axis=axis, keepdims=keepdims))
+    np.testing.assert_allclose(to_np(out), x.detach().numpy().mean(axis=axis, keepdims=keepdims))
     check(lambda t: t.mean(axis=axis, keepdims=keepdims), x)
     assert mg.mean(x, dim=axis, keepdim=keepdims).shape == out.shape
 
@@ -283,14 +283,14 @@ def test_mean_of_ints_is_float64_and_zero_size():
 def test_var_and_std(axis, ddof):
     x = leaf((2, 3, 4), 21)
     np.testing.assert_allclose(to_np(x.var(axis=axis, ddof=ddof)) if axis != () or ddof == 0 else 0,
-                               x.numpy().var(axis=axis, ddof=ddof) if axis != () or ddof == 0 else 0)
+                               x.detach().numpy().var(axis=axis, ddof=ddof) if axis != () or ddof == 0 else 0)
     if axis != () or ddof == 0:
         check(lambda t: t.var(axis=axis, ddof=ddof), x)
-    np.testing.assert_allclose(to_np(x.std(axis=axis)), x.numpy().std(axis=axis))
+    np.testing.assert_allclose(to_np(x.std(axis=axis)), x.detach().numpy().std(axis=axis))
     if axis != ():  # std of a single element sits at sqrt's kink
         check(lambda t: t.std(axis=axis, keepdims=True), x)
     # PyTorch's spelling
-    np.testing.assert_allclose(to_np(x.var(dim=1, correction=1)), x.numpy().var(axis=1, ddof=1))
+    np.testing.assert_allclose(to_np(x.var(dim=1, correction=1)), x.detach().numpy().var(axis=1, ddof=1))
 
 
 @pytest.mark.parametrize("op", ["max", "min"])
@@ -299,7 +299,7 @@ def test_var_and_std(axis, ddof):
 def test_max_min(op, axis, keepdims):
     x = leaf((2, 3, 4), 22)
     out = getattr(x, op)(axis=axis, keepdims=keepdims)
-    np.testing.assert_array_equal(to_np(out), getattr(x.numpy(), op)(axis=axis, keepdims=keepdims))
+    np.testing.assert_array_equal(to_np(out), getattr(x.detach().numpy(), op)(axis=axis, keepdims=keepdims))
     check(lambda t: getattr(t, op)(axis=axis, keepdims=keepdims), x)
     assert getattr(mg, op)(x, dim=axis, keepdim=keepdims).shape == out.shape
 
@@ -312,7 +312,7 @@ def test_max_min_ties_split_evenly(op):
     np.testing.assert_allclose(to_np(x.grad), [[0.5, 0, 0.5], [1 / 3] * 3, [1 / 3] * 3])
     x.grad = None
     getattr(x, op)().backward()  # global: five tied extremes share one unit
-    want = np.where(x.numpy() == v, 0.2, 0.0)
+    want = np.where(x.detach().numpy() == v, 0.2, 0.0)
     np.testing.assert_allclose(to_np(x.grad), want)
     # ties over a tuple of axes
     x.grad = None
@@ -350,7 +350,7 @@ def test_argmax_argmin(op):
 @pytest.mark.parametrize("keepdims", [False, True])
 def test_logsumexp(axis, keepdims):
     x = leaf((2, 3, 4), 26)
-    want = np.log(np.exp(x.numpy()).sum(axis=axis, keepdims=keepdims))
+    want = np.log(np.exp(x.detach().numpy()).sum(axis=axis, keepdims=keepdims))
     np.testing.assert_allclose(to_np(x.logsumexp(axis=axis, keepdims=keepdims)), want)
     check(lambda t: t.logsumexp(axis=axis, keepdims=keepdims), x)
 
@@ -371,7 +371,7 @@ def test_logsumexp_is_stable_and_handles_edges():
 @pytest.mark.parametrize("axis", [0, 1, -1])
 def test_softmax_log_softmax(op, axis):
     x = leaf((3, 4, 2), 28)
-    a = x.numpy()
+    a = x.detach().numpy()
     e = np.exp(a - a.max(axis=axis, keepdims=True))
     sm = e / e.sum(axis=axis, keepdims=True)
     want = sm if op == "softmax" else np.log(sm)
@@ -421,13 +421,13 @@ def test_shift_by_max_matches_numpy_on_every_path(shape, dtype):
 @pytest.mark.parametrize("shape", [(64, 10), (64, 100), (3, 5, 7)])
 def test_softmax_over_short_and_long_rows_is_c_ordered_and_right(op, shape):
     x = leaf(shape, 30)
-    a = x.numpy()
+    a = x.detach().numpy()
     e = np.exp(a - a.max(axis=-1, keepdims=True))
     sm = e / e.sum(axis=-1, keepdims=True)
     out = getattr(x, op)()
     np.testing.assert_allclose(to_np(out), sm if op == "softmax" else np.log(sm), rtol=1e-12, atol=1e-15)
-    assert out.numpy().flags.c_contiguous  # a user's .view() of it works as for any result
-    assert np.shares_memory(out.numpy(), x.numpy()) is False
+    assert out.detach().numpy().flags.c_contiguous  # a user's .view() of it works as for any result
+    assert np.shares_memory(out.detach().numpy(), x.detach().numpy()) is False
 
 
 _ZERO_SIZE_CASES = [((2, 0, 3), 0), ((2, 0, 3), -1), ((), None), ((1,), 0)]
@@ -448,7 +448,7 @@ def test_reductions_on_zero_size_and_0d(op, shape, axis):
     out = f(x)
     if op in ("mean", "var", "std", "max", "min", "logsumexp"):
         want = {"logsumexp": lambda a: np.log(np.exp(a).sum(axis=axis))}.get(op, lambda a: getattr(a, op)(axis=axis))
-        np.testing.assert_allclose(to_np(out), want(x.numpy()))
+        np.testing.assert_allclose(to_np(out), want(x.detach().numpy()))
     if op == "std" and x.size:
         return  # the std of one element is 0, where sqrt has no derivative: values only
     check(f, x)
@@ -460,7 +460,7 @@ def test_reshape_and_view():
     x = leaf((2, 3, 4), 30)
     for shape in [(4, 6), (-1,), (24,), (2, -1), (1, 2, 3, 4, 1)]:
         out = x.reshape(*shape)
-        np.testing.assert_array_equal(to_np(out), x.numpy().reshape(shape))
+        np.testing.assert_array_equal(to_np(out), x.detach().numpy().reshape(shape))
         assert np.shares_memory(out.data, x.data)
         check(lambda t, s=shape: t.reshape(s), x)
     assert x.reshape((6, 4)).shape == x.view(6, 4).shape == mg.reshape(x, (6, 4)).shape
@@ -479,13 +479,13 @@ def test_view_of_non_contiguous_raises_and_reshape_copies():
     with pytest.raises(RuntimeError, match="view"):
         t.view(12)
     r = t.reshape(12)
-    np.testing.assert_array_equal(to_np(r), x.numpy().T.reshape(12))
+    np.testing.assert_array_equal(to_np(r), x.detach().numpy().T.reshape(12))
     check(lambda a: a.T.reshape(12), x)
 
 
 def test_transpose_permute_swapaxes():
     x = leaf((2, 3, 4), 34)
-    a = x.numpy()
+    a = x.detach().numpy()
     cases = [
         (lambda t: t.T, a.T),
         (lambda t: t.transpose(), a.transpose()),
@@ -509,7 +509,7 @@ def test_transpose_permute_swapaxes():
 @pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3)])
 def test_shape_ops_on_0d_and_zero_size(shape):
     x = leaf(shape, 35)
-    a = x.numpy()
+    a = x.detach().numpy()
     cases = [(lambda t: t.T, a.T), (lambda t: t.reshape(-1), a.reshape(-1)), (lambda t: t.flatten(), a.reshape(-1)),
              (lambda t: t.unsqueeze(0), a[None]), (lambda t: t[None, ...], a[None, ...]),
              (lambda t: t.broadcast_to((2,) + shape), np.broadcast_to(a, (2,) + shape))]
@@ -526,12 +526,12 @@ def test_shape_ops_on_0d_and_zero_size(shape):
 
 def test_mT():
     x = leaf((2, 3, 4), 35)
-    np.testing.assert_array_equal(to_np(x.mT), x.numpy().swapaxes(-1, -2))
+    np.testing.assert_array_equal(to_np(x.mT), x.detach().numpy().swapaxes(-1, -2))
 
 
 def test_squeeze_unsqueeze():
     x = leaf((1, 3, 1, 2), 36)
-    a = x.numpy()
+    a = x.detach().numpy()
     assert x.squeeze().shape == (3, 2)
     assert x.squeeze(0).shape == (3, 1, 2)
     assert x.squeeze(-2).shape == (1, 3, 2)
@@ -559,7 +559,7 @@ def test_squeeze_unsqueeze():
 def test_broadcast_to_and_expand(src, target):
     x = leaf(src, 38)
     out = x.broadcast_to(target)
-    np.testing.assert_array_equal(to_np(out), np.broadcast_to(x.numpy(), target))
+    np.testing.assert_array_equal(to_np(out), np.broadcast_to(x.detach().numpy(), target))
     check(lambda t: t.broadcast_to(target), x)
     check(lambda t: mg.broadcast_to(t, target), x)
     sizes = tuple(-1 if i >= len(target) - len(src) and src[i - len(target) + len(src)] == s else s
@@ -581,7 +581,7 @@ def test_sum_to_is_the_inverse_of_broadcasting():
     for shape in [(3, 4), (1, 4), (3, 1), (2, 1, 4), (), (1,), (2, 3, 4)]:
         out = mg.sum_to(x, shape)
         assert out.shape == shape
-        want = x.numpy()
+        want = x.detach().numpy()
         lead = 3 - len(shape)
         want = want.sum(axis=tuple(range(lead))) if lead else want
         want = want.sum(axis=tuple(i for i, s in enumerate(shape) if s == 1), keepdims=True)
@@ -632,7 +632,7 @@ BASIC = [
 def test_getitem_basic_is_a_view(idx):
     x = leaf((2, 3, 4), 42)
     out = x[idx]
-    want = x.numpy()[idx]
+    want = x.detach().numpy()[idx]
     assert out.shape == want.shape
     np.testing.assert_array_equal(to_np(out), want)
     if want.size:
@@ -660,7 +660,7 @@ def test_getitem_advanced(idx):
     np_idx = tuple(np.asarray(i, dtype=np.int64) if isinstance(i, list) else i
                    for i in (idx if isinstance(idx, tuple) else (idx,)))
     out = x[idx]
-    want = x.numpy()[np_idx]
+    want = x.detach().numpy()[np_idx]
     assert out.shape == want.shape
     np.testing.assert_array_equal(to_np(out), want)
     check(lambda t: t[idx], x)
@@ -685,17 +685,17 @@ def test_getitem_with_tensor_and_mask_indices():
     x = leaf((4, 3), 44)
     mask = x > 0
     out = x[mask]
-    np.testing.assert_array_equal(to_np(out), x.numpy()[x.numpy() > 0])
+    np.testing.assert_array_equal(to_np(out), x.detach().numpy()[x.detach().numpy() > 0])
     check(lambda t: t[mask], x)
     i = mg.tensor([3, 1])
-    np.testing.assert_array_equal(to_np(x[i]), x.numpy()[[3, 1]])
-    np.testing.assert_array_equal(to_np(x[mg.tensor(2)]), x.numpy()[2])  # 0-d int tensor: basic
+    np.testing.assert_array_equal(to_np(x[i]), x.detach().numpy()[[3, 1]])
+    np.testing.assert_array_equal(to_np(x[mg.tensor(2)]), x.detach().numpy()[2])  # 0-d int tensor: basic
 
 
 def test_getitem_0d_and_chained():
     x = leaf((3, 4), 45)
     s = x[1, 2]
-    assert s.shape == () and s.item() == x.numpy()[1, 2]
+    assert s.shape == () and s.item() == x.detach().numpy()[1, 2]
     check(lambda t: t[1:][:, ::2][[0, 1, 1]], x)
     check(lambda t: t[None, ..., None][0, :, 1], x)
 
@@ -713,7 +713,7 @@ def test_getitem_out_of_range_names_shape():
 def test_index_add():
     v = leaf((3,), 47)
     out = mg.index_add((4,), mg.tensor([0, 0, 3]), v)
-    a = v.numpy()
+    a = v.detach().numpy()
     np.testing.assert_allclose(to_np(out), [a[0] + a[1], 0, 0, a[2]])
     check(lambda t: mg.index_add((4,), [0, 0, 3], t), v)
 
@@ -736,7 +736,7 @@ def test_iteration_and_len():
 def test_concatenate(shapes, axis):
     xs = [leaf(s, 50 + i) for i, s in enumerate(shapes)]
     out = mg.concatenate(xs, axis=axis)
-    want = np.concatenate([x.numpy() for x in xs], axis=axis)
+    want = np.concatenate([x.detach().numpy() for x in xs], axis=axis)
     np.testing.assert_array_equal(to_np(out), want)
     np.testing.assert_array_equal(to_np(mg.cat(xs, dim=axis)), want)
     check(lambda *ts: mg.concatenate(ts, axis), *xs)
@@ -763,7 +763,7 @@ def test_stack(shape, axis):
     axis = len(shape) if axis == "last" else axis
     xs = [leaf(shape, 60 + i) for i in range(3)]
     out = mg.stack(xs, axis=axis)
-    want = np.stack([x.numpy() for x in xs], axis=axis)
+    want = np.stack([x.detach().numpy() for x in xs], axis=axis)
     np.testing.assert_array_equal(to_np(out), want)
     np.testing.assert_array_equal(to_np(mg.stack(xs, dim=axis)), want)
     check(lambda *ts: mg.stack(ts, axis), *xs)
@@ -782,7 +782,7 @@ def test_stack_errors():
 def test_outer(sa, sb):
     a, b = leaf(sa, 70), leaf(sb, 71)
     out = mg.outer(a, b)
-    np.testing.assert_allclose(to_np(out), np.outer(a.numpy(), b.numpy()))
+    np.testing.assert_allclose(to_np(out), np.outer(a.detach().numpy(), b.detach().numpy()))
     check(mg.outer, a, b)
 
 
@@ -808,7 +808,7 @@ MATMUL = [
 def test_matmul(sa, sb):
     a, b = leaf(sa, 80), leaf(sb, 81)
     out = mg.matmul(a, b)
-    want = np.matmul(a.numpy(), b.numpy())
+    want = np.matmul(a.detach().numpy(), b.detach().numpy())
     assert out.shape == want.shape
     np.testing.assert_allclose(to_np(out), want, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(to_np(a @ b), want, rtol=1e-12, atol=1e-12)
@@ -818,10 +818,10 @@ def test_matmul(sa, sb):
 def test_matmul_with_arrays_and_methods():
     a = leaf((2, 3), 82)
     c = dev(rnd((3, 2), 83))
-    np.testing.assert_allclose(to_np(a @ c), a.numpy() @ to_np(c))
-    np.testing.assert_allclose(to_np(c @ a), to_np(c) @ a.numpy())
-    np.testing.assert_allclose(to_np(a.matmul(c)), a.numpy() @ to_np(c))
-    np.testing.assert_allclose(to_np(mg.dot(a[0], a[1])), a.numpy()[0] @ a.numpy()[1])
+    np.testing.assert_allclose(to_np(a @ c), a.detach().numpy() @ to_np(c))
+    np.testing.assert_allclose(to_np(c @ a), to_np(c) @ a.detach().numpy())
+    np.testing.assert_allclose(to_np(a.matmul(c)), a.detach().numpy() @ to_np(c))
+    np.testing.assert_allclose(to_np(mg.dot(a[0], a[1])), a.detach().numpy()[0] @ a.detach().numpy()[1])
     check(lambda t: c @ t, a)
 
 
