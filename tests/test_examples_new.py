@@ -63,3 +63,17 @@ def test_compile_flag_is_polite(name):
                        env={**__import__("os").environ, "PYTHONPATH": str(EXAMPLES.parent)})
     assert r.returncode != 0
     assert "mg.compile" in r.stderr and "Traceback" not in r.stderr
+
+
+# -- the figures the examples promise, on their default settings (issue 22) -------------------------------
+
+
+@pytest.mark.skipif(not _has("sklearn"), reason="cnn_digits needs scikit-learn's bundled data")
+def test_cnn_digits_reaches_98_percent(tmp_path):
+    res = load("cnn_digits").main(out_dir=tmp_path, plot=False, log=_quiet)
+    assert res["test_accuracy"] >= 0.98, res["test_accuracy"]
+
+
+def test_char_transformer_beats_the_bigram_baseline(tmp_path):
+    res = load("char_transformer").main(sample_len=40, out_dir=tmp_path, plot=False, log=_quiet)
+    assert res["held_out_loss"] < res["bigram_loss"], (res["held_out_loss"], res["bigram_loss"])
