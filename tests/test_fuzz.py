@@ -435,20 +435,10 @@ def _op_names():
 NAMES = _op_names()
 
 
-# Functions whose messages for some invalid arguments still come from the helpers they call
-# (``permute:`` for ``transpose``, ``item:``/``int()`` for an axis given as a tensor or an object,
-# ``sub:`` for ``allclose``, Python's arity errors for the casts): they must still raise one of
-# the allowed types (checked for every function), but naming them is the remaining work of
-# issue 18, file by file (shape.py, reduce.py, nn.py, the Tensor methods in tensor.py).
-UNNAMED = frozenset("""
-    Tensor.double mg.transpose Tensor.long Tensor.float Tensor.transpose mg.argmin mg.argmax Tensor.any
-    Tensor.all Tensor.argmin Tensor.argmax mg.isclose mg.allclose mg.sum_to mg.sum mg.mean mg.index_add
-    Tensor.astype Tensor.sum_to mg.stack mg.logsumexp mg.concatenate mg.std mg.max mg.var mg.reshape
-    mg.permute mg.min mg.expand Tensor.broadcast_to mg.softmax mg.log_softmax mg.squeeze mg.outer
-    mg.flatten mg.broadcast_to Tensor.sum Tensor.mean mg.clip Tensor.var Tensor.std Tensor.max
-    Tensor.logsumexp Tensor.clamp Tensor.view Tensor.reshape Tensor.permute Tensor.min Tensor.expand
-    Tensor.clip Tensor.fill_ Tensor.copy_
-""".split())
+# Functions whose messages for some invalid arguments may still come from the helpers they call
+# without naming them: none left (issue 18 named them all: ``named`` in ops/elementwise.py prefixes
+# the public name, e.g. ``transpose: permute: ...``). A name added here needs a comment saying why.
+UNNAMED = frozenset()
 
 
 def _callables():

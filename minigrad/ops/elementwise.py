@@ -8,11 +8,61 @@ multiply by a mask, so a NaN or inf elsewhere cannot leak into a gradient.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..engine import apply
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
+
+
+NAMED_ERRORS = (TypeError, ValueError, IndexError, RuntimeError)
+
+
+def renamed(e, name):
+    """``e`` with its message starting ``name: `` (the public function the user called), its type
+    kept: ``e`` itself when its message already starts so or can be rewritten in place, else a new
+    exception of its type (or of the standard type it derives from, for one that cannot be built
+    from a message)."""
+    msg = str(e)
+    if msg.startswith(f"{name}:"):
+        return e
+    msg = f"{name}: {msg}"
+    e.args = (msg,)
+    if str(e) == msg:
+        return e
+    try:
+        new = type(e)(msg)
+    except Exception:  # noqa: BLE001 - a constructor that wants more than a message
+        new = None
+    if new is None or str(new) != msg:
+        new = next(t for t in NAMED_ERRORS if isinstance(e, t))(msg)
+    return new
+
+
+def reraise(e, name):
+    """Raise ``renamed(e, name)`` from an ``except`` block, with ``e``'s traceback."""
+    r = renamed(e, name)
+    if r is e:
+        raise e
+    raise r.with_traceback(e.__traceback__) from None
+
+
+def named(name):
+    """Decorator for a public function: an error raised by the helpers and ops it calls (``item:``,
+    ``permute:``, NumPy's or Python's own text) names ``name`` first, e.g. ``transpose: permute: ...``."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except NAMED_ERRORS as e:
+                reraise(e, name)
+
+        return call
+
+    return deco
 
 
 def _r(rng, *shape, low=None, away=None):
@@ -271,6 +321,7 @@ ASTYPE = defop("astype", lambda xp, x, dtype: x.astype(dtype), lambda ctx, g, dt
 
 
 @public(ASTYPE, method="astype", export=False)
+@named("astype")
 def astype(x, dtype):
     """Cast to ``dtype``; differentiable between floating dtypes."""
     dtype = np.dtype(dtype)
@@ -377,6 +428,7 @@ def _bound(b, name):
 
 
 @public(CLIP, method=("clip", "clamp"), export=("clip"), numpy=(np.clip,), inplace=("clamp_", "clip_"))
+@named("clip")
 def clip(x, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     """Clamp into [min, max] (either may be None); gradient 1 inside, bounds included."""
     lo, hi = _bound(min, "min"), _bound(max, "max")
@@ -435,12 +487,14 @@ def logical_not(x):
 
 
 @composite("isclose", kind="compare")
+@named("isclose")
 def isclose(x, y, rtol=1e-5, atol=1e-8):
     """Elementwise |x - y| <= atol + rtol |y| (a bool tensor)."""
     return abs(x - y) <= abs(y) * rtol + atol
 
 
 @composite("allclose", kind="compare")
+@named("allclose")
 def allclose(x, y, rtol=1e-5, atol=1e-8) -> bool:
     """Whether every element is close (``isclose``)."""
     return bool(isclose(x, y, rtol, atol).data.all())

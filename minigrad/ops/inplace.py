@@ -200,7 +200,10 @@ def _operand(o, op, t):
 def _const(v, op, t):
     """A constant operand: Python scalars stay scalars, lists become arrays on ``t``'s device."""
     if isinstance(v, (list, tuple)):
-        return Tensor(v, device=t.device).data
+        try:
+            return Tensor(v, device=t.device).data
+        except (TypeError, ValueError) as e:  # the message names ``tensor``: name the in-place op
+            raise type(e)(f"{op}: {e}") from None
     from ..engine import const
 
     return const(v, op)

@@ -7,6 +7,7 @@ from .. import backend as _be
 from ..engine import apply
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
+from .elementwise import named
 from .reduce import SUM
 from .shape import PERMUTE
 
@@ -86,6 +87,7 @@ dot = matmul
 
 
 @composite("outer", samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal(4))], numpy=(np.outer,))
+@named("outer")
 def outer(a, b):
     """Outer product of two vectors (flattened first, as NumPy does)."""
     a = a if isinstance(a, Tensor) else Tensor(a)

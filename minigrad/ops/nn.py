@@ -88,7 +88,11 @@ def bce_op(x, y, reduction):
 
 def _cast(name, dtype):
     @composite(name, method=name, export=False, kind="cast")
-    def cast(x):
+    def cast(x, *args, **kwargs):
+        if args or kwargs:  # Python's own arity error would name ``_cast.<locals>.cast``
+            got = [type(a).__name__ for a in args] + [f"{k}=" for k in kwargs]
+            raise TypeError(f"{name}: takes no arguments (it casts to {np.dtype(dtype).name}; "
+                            f"use astype(dtype) for another dtype), got {', '.join(got)}")
         return x.astype(dtype)
 
     cast.__name__ = name

@@ -13,7 +13,7 @@ from ..engine import apply
 from ..errors import AxisError
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
-from .elementwise import where
+from .elementwise import NAMED_ERRORS, named, reraise, where
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
@@ -147,26 +147,30 @@ def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
     >>> mg.sum(mg.ones(2, 3), axis=-1)
     tensor([3., 3.])
     """
-    if dim is not NOARG or keepdim is not NOARG:
-        axis = pick("axis", axis, "dim", dim, None, "sum")
-        keepdims = pick("keepdims", keepdims, "keepdim", keepdim, False, "sum")
-    else:
-        axis = None if axis is NOARG else axis
-        keepdims = False if keepdims is NOARG else keepdims
-    keepdims = bool(keepdims)
-    x = _t(x, "sum")
-    nd = x.data.ndim
-    if axis is None:
-        axes = tuple(range(nd))
-    elif type(axis) is int and -nd <= axis < nd:
-        axes = (axis + nd if axis < 0 else axis,)
-    else:
-        axes = normalize_axis(axis, nd, "sum")
-    return apply(SUM, x, axes=axes, keepdims=keepdims, dtype=result_dtype(x.data.dtype, dtype))
+    try:
+        if dim is not NOARG or keepdim is not NOARG:
+            axis = pick("axis", axis, "dim", dim, None, "sum")
+            keepdims = pick("keepdims", keepdims, "keepdim", keepdim, False, "sum")
+        else:
+            axis = None if axis is NOARG else axis
+            keepdims = False if keepdims is NOARG else keepdims
+        keepdims = bool(keepdims)
+        x = _t(x, "sum")
+        nd = x.data.ndim
+        if axis is None:
+            axes = tuple(range(nd))
+        elif type(axis) is int and -nd <= axis < nd:
+            axes = (axis + nd if axis < 0 else axis,)
+        else:
+            axes = normalize_axis(axis, nd, "sum")
+        return apply(SUM, x, axes=axes, keepdims=keepdims, dtype=result_dtype(x.data.dtype, dtype))
+    except NAMED_ERRORS as e:  # inline, not @named: one frame less on a hot path
+        reraise(e, "sum")
 
 
 @composite("sum_to", method="sum_to", kind="reduce",
            samples=lambda rng: [Sample(rng.standard_normal((2, 3, 4)), (3, 1)), Sample(rng.standard_normal((3, 4)), (4,))])
+@named("sum_to")
 def sum_to(x, shape):
     """The one inverse of broadcasting: sum ``x`` down to ``shape``.
 
@@ -188,6 +192,7 @@ def sum_to(x, shape):
 
 @composite("mean", method="mean", kind="reduce", numpy=(np.mean,),
            samples=lambda rng: [Sample(rng.standard_normal((2, 3)), 1), Sample(rng.standard_normal((2, 3)))])
+@named("mean")
 def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
     """Arithmetic mean over the given axes (sum's axis rules); ints average to float64."""
     axis = pick("axis", axis, "dim", dim, None, "mean")
@@ -209,6 +214,7 @@ def _ddof(ddof, correction):
 
 @composite("var", method="var", kind="reduce", numpy=(np.var,),
            samples=lambda rng: [Sample(rng.standard_normal((3, 4)), 1), Sample(rng.standard_normal((3, 4)), ddof=1)])
+@named("var")
 def var(x, axis=NOARG, keepdims=NOARG, ddof=0, *, dim=NOARG, keepdim=NOARG, correction=None):
     """Variance over the given axes; ``ddof`` (or PyTorch's ``correction``) as in NumPy (default 0)."""
     axis = pick("axis", axis, "dim", dim, None, "var")
@@ -247,6 +253,7 @@ STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddo
 
 
 @public(STD, method="std", numpy=(np.std,))
+@named("std")
 def std(x, axis=NOARG, keepdims=NOARG, ddof=0, *, dim=NOARG, keepdim=NOARG, correction=None):
     """Standard deviation over the given axes (``ddof`` / ``correction`` as in ``var``).
 
@@ -298,7 +305,7 @@ def _extreme_op(name, numpy_fn):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{'Maximum' if name == 'max' else 'Minimum'} over the given axes (values only, not indices: "
                   f"see arg{name}); the gradient is split evenly among ties.")
-    return public(op, method=name, numpy=numpy_fn)(fn)
+    return public(op, method=name, numpy=numpy_fn)(named(name)(fn))
 
 
 max = _extreme_op("max", (np.max, np.amax))  # noqa: A001
@@ -317,14 +324,19 @@ def _arg_op(name, numpy_fn):
         keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, name))
         x = _t(x, name)
         if axis is not None:
-            (axis,) = normalize_axis(int(axis) if not isinstance(axis, (bool, float, str)) else axis, x.ndim, name)
+            if isinstance(axis, (tuple, list)):
+                raise TypeError(f"{name}: axis must be an int or None, got {type(axis).__name__} {axis!r}")
+            axes = normalize_axis(axis, x.ndim, name)  # an int, or a one-element integer array or tensor
+            if len(axes) != 1:
+                raise TypeError(f"{name}: axis must be a single int or None, got {len(axes)} axes {axes}")
+            (axis,) = axes
         if x.data.size == 0:
             raise ValueError(f"{name}: empty tensor of shape {x.shape} has no {name[3:]}")
         return apply(op, x, axis=axis, keepdims=keepdims)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Index of the {name[3:]}imum (flattened when axis is None); int64, not differentiable."
-    return public(op, method=name, numpy=numpy_fn)(fn)
+    return public(op, method=name, numpy=numpy_fn)(named(name)(fn))
 
 
 argmax = _arg_op("argmax", (np.argmax,))
@@ -335,12 +347,14 @@ ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, kee
 
 
 @public(ANY, method="any", export=False)
+@named("any")
 def any_(x, axis=None, keepdims=False):
     """Whether any element is true (over ``axis``)."""
     return apply(ANY, x, axis=axis, keepdims=keepdims)
 
 
 @public(ALL, method="all", export=False)
+@named("all")
 def all_(x, axis=None, keepdims=False):
     """Whether every element is true (over ``axis``)."""
     return apply(ALL, x, axis=axis, keepdims=keepdims)
@@ -393,6 +407,7 @@ LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, ki
 
 
 @public(LOGSUMEXP, method="logsumexp")
+@named("logsumexp")
 def logsumexp(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
     """log(sum(exp(x))) over the given axes, computed stably."""
     axis = pick("axis", axis, "dim", dim, None, "logsumexp")
@@ -431,6 +446,7 @@ SOFTMAX = defop("softmax", _softmax_fwd, _softmax_rule, save_out=True, kind="red
 
 
 @public(SOFTMAX, method="softmax")
+@named("softmax")
 def softmax(x, axis=-1, *, dim=NOARG):
     """exp(x) / sum(exp(x)) along ``axis`` (default the last; a tuple normalises over several), stably."""
     x = _t(x, "softmax")
@@ -455,6 +471,7 @@ LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out
 
 
 @public(LOG_SOFTMAX, method="log_softmax")
+@named("log_softmax")
 def log_softmax(x, axis=-1, *, dim=NOARG):
     """x - logsumexp(x) along ``axis`` (default the last; a tuple normalises over several), stably."""
     x = _t(x, "log_softmax")

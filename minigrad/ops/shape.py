@@ -16,6 +16,7 @@ from ..engine import apply
 from ..errors import AxisError
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
+from .elementwise import NAMED_ERRORS, named, reraise
 
 
 def _t(x, op):
@@ -62,26 +63,29 @@ RESHAPE = defop("reshape", lambda xp, x, shape: x.reshape(shape), lambda ctx, g,
 
 
 def _do_reshape(op, x, shape):
-    x = _t(x, op)
-    xd = x.data
-    shape = _shape_args(shape, op)
-    n = 1
-    unknown = 0
-    for s in shape:
-        if s == -1:
-            unknown += 1
-        else:
-            n *= s
-    if unknown > 1 or (unknown == 0 and n != xd.size) or (unknown == 1 and (n == 0 or xd.size % n)) \
-            or any(s < -1 for s in shape):
-        raise ValueError(f"{op}: cannot reshape a tensor of shape {xd.shape} ({xd.size} elements) into shape {shape}")
-    out = apply(RESHAPE, x, shape=shape)
-    if op == "view" and out._base is None and xd.size and out.data.size:
-        raise RuntimeError(
-            f"view: shape {shape} is not compatible with the strides {x.stride()} of the input "
-            f"(shape {xd.shape}): the result would need a copy. Use .reshape(...) (or .contiguous().view(...))"
-        )
-    return out
+    try:
+        x = _t(x, op)
+        xd = x.data
+        shape = _shape_args(shape, op)
+        n = 1
+        unknown = 0
+        for s in shape:
+            if s == -1:
+                unknown += 1
+            else:
+                n *= s
+        if unknown > 1 or (unknown == 0 and n != xd.size) or (unknown == 1 and (n == 0 or xd.size % n)) \
+                or any(s < -1 for s in shape):
+            raise ValueError(f"{op}: cannot reshape a tensor of shape {xd.shape} ({xd.size} elements) into shape {shape}")
+        out = apply(RESHAPE, x, shape=shape)
+        if op == "view" and out._base is None and xd.size and out.data.size:
+            raise RuntimeError(
+                f"view: shape {shape} is not compatible with the strides {x.stride()} of the input "
+                f"(shape {xd.shape}): the result would need a copy. Use .reshape(...) (or .contiguous().view(...))"
+            )
+        return out
+    except NAMED_ERRORS as e:  # inline, not @named: one frame less on a hot path
+        reraise(e, op)
 
 
 @public(RESHAPE, method="reshape", numpy=(np.reshape,))
@@ -98,6 +102,7 @@ def view(x, *shape):
 
 
 @composite("flatten", method=("flatten",), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 1)])
+@named("flatten")
 def flatten(x, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one (PyTorch's flatten; all dims by default)."""
     x = _t(x, "flatten")
@@ -137,19 +142,23 @@ PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule,
 @public(PERMUTE, method="permute")
 def permute(x, *dims):
     """Reorder the dims: ``out.shape[i] == x.shape[dims[i]]`` (a view)."""
-    x = _t(x, "permute")
-    dims = _shape_args(dims, "permute")
-    nd = x.ndim
-    if len(dims) != nd:
-        raise ValueError(f"permute: got {len(dims)} dims {dims} for a tensor of ndim {nd}")
-    dims = tuple(_axis(d, nd, "permute") for d in dims)
-    if len(set(dims)) != nd:
-        raise ValueError(f"permute: repeated dim in {dims}")
-    return apply(PERMUTE, x, dims=dims)
+    try:
+        x = _t(x, "permute")
+        dims = _shape_args(dims, "permute")
+        nd = x.ndim
+        if len(dims) != nd:
+            raise ValueError(f"permute: got {len(dims)} dims {dims} for a tensor of ndim {nd}")
+        dims = tuple(_axis(d, nd, "permute") for d in dims)
+        if len(set(dims)) != nd:
+            raise ValueError(f"permute: repeated dim in {dims}")
+        return apply(PERMUTE, x, dims=dims)
+    except NAMED_ERRORS as e:  # inline, not @named: one frame less on a hot path
+        reraise(e, "permute")
 
 
 @composite("transpose", method="transpose", numpy=(np.transpose,),
            samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 4), 0, 2)])
+@named("transpose")
 def transpose(x, *axes):
     """No args: reverse the dims (NumPy, ``.T``). Two dims: swap them (PyTorch), on
     any ndim. A full permutation, as one tuple or list: as NumPy's ``transpose(axes)``."""
@@ -194,6 +203,7 @@ def matrix_transpose(x):
 
 
 @composite("squeeze", method="squeeze", numpy=(np.squeeze,), samples=lambda rng: [Sample(_r(rng, 2, 1, 3))])
+@named("squeeze")
 def squeeze(x, axis=None, dim=None):
     """Remove size-1 dims (all of them, or those named; naming a dim of size != 1 is an error)."""
     x = _t(x, "squeeze")
@@ -237,23 +247,27 @@ BROADCAST_TO = defop("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, sha
 @public(BROADCAST_TO, method="broadcast_to", numpy=(np.broadcast_to,))
 def broadcast_to(x, shape):
     """Broadcast to ``shape`` (a read-only view); its gradient is ``sum_to``."""
-    x = _t(x, "broadcast_to")
-    shape = (shape,) if isinstance(shape, numbers.Integral) else _shape_args(tuple(shape), "broadcast_to")
-    xd = x.data
-    if xd.shape == shape:
-        return x
     try:
-        np.broadcast_shapes(xd.shape, shape)
-        if len(shape) < xd.ndim or np.broadcast_shapes(xd.shape, shape) != shape:
-            raise ValueError
-    except ValueError:
-        raise ValueError(
-            f"broadcast_to: cannot broadcast shape {xd.shape} to {shape} (trailing dims must match or be 1)"
-        ) from None
-    return apply(BROADCAST_TO, x, shape=shape)
+        x = _t(x, "broadcast_to")
+        shape = (shape,) if isinstance(shape, numbers.Integral) else _shape_args(tuple(shape), "broadcast_to")
+        xd = x.data
+        if xd.shape == shape:
+            return x
+        try:
+            np.broadcast_shapes(xd.shape, shape)
+            if len(shape) < xd.ndim or np.broadcast_shapes(xd.shape, shape) != shape:
+                raise ValueError
+        except ValueError:
+            raise ValueError(
+                f"broadcast_to: cannot broadcast shape {xd.shape} to {shape} (trailing dims must match or be 1)"
+            ) from None
+        return apply(BROADCAST_TO, x, shape=shape)
+    except NAMED_ERRORS as e:  # inline, not @named: one frame less on a hot path
+        reraise(e, "broadcast_to")
 
 
 @composite("expand", method="expand", export=True, samples=lambda rng: [Sample(_r(rng, 3, 1), 2, -1, 4)])
+@named("expand")
 def expand(x, *sizes):
     """PyTorch's expand: broadcast to ``sizes``, where -1 keeps that dim."""
     x = _t(x, "expand")
@@ -376,6 +390,7 @@ INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), k
 
 
 @public(INDEX_ADD)
+@named("index_add")
 def index_add(shape, idx, values):
     """A zeros tensor of ``shape`` with ``values`` added at ``idx``; repeated indices accumulate.
 
@@ -476,6 +491,7 @@ CONCATENATE = defop("concatenate", _concat_fwd, _concat_rule, kind="other", info
 
 
 @public(CONCATENATE, numpy=(np.concatenate,))
+@named("concatenate")
 def concatenate(tensors, axis=0, *, dim=None):
     """Join tensors along an existing axis (``dim`` is an alias)."""
     if dim is not None:
@@ -508,6 +524,7 @@ STACK = defop("stack", lambda xp, *xs, axis: xp.stack(xs, axis), _stack_rule, ki
 
 
 @public(STACK, numpy=(np.stack,))
+@named("stack")
 def stack(tensors, axis=0, *, dim=None):
     """Join same-shape tensors along a new axis."""
     if dim is not None:
