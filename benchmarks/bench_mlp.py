@@ -290,8 +290,24 @@ def main(argv=None):
         parts.append(f"{name.split(', ')[1]}: {t * 1e6:.1f}us"
                      + (f" = {t / times['torch']:.2f}x torch" if "torch" in times else ""))
     print("NumPy tuned by hand (in place, BLAS column sums), for scale: " + "; ".join(parts))
+    anomaly_overhead(weights, X[:64], y[:64], args.repeat)
     if args.steps:
         memory_run(X, y, args.steps)
+
+
+def anomaly_overhead(weights, X, y, repeat):
+    """The batch-64 step inside ``mg.autograd.detect_anomaly()`` beside the same step outside it
+    (outside the mode nothing is looked up: no frames, no checks)."""
+    plain = make_minigrad(weights, X, y)[0]
+    step = make_minigrad(weights, X, y)[0]
+
+    def in_mode():
+        with mg.autograd.detect_anomaly():
+            return step()
+
+    times = bench_side_by_side({"off": plain, "on": in_mode}, rounds=3, repeat=repeat, min_time=0.2)
+    print(f"anomaly mode on the batch-64 step: {times['on'] * 1e6:.1f}us inside detect_anomaly(), "
+          f"{times['off'] * 1e6:.1f}us outside = {times['on'] / times['off']:.2f}x")
 
 
 if __name__ == "__main__":
