@@ -14,6 +14,7 @@ from ..errors import AxisError
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
 from .elementwise import NAMED_ERRORS, named, reraise, where
+from .shape import BROADCAST_TO, RESHAPE
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
@@ -117,10 +118,11 @@ def _sum_fwd(xp, x, axes, keepdims, dtype=None):
 
 def _sum_rule(ctx, g, axes, keepdims, dtype=None):
     shape, dt = ctx.meta[0]
-    g = _kept(g, shape, axes, keepdims)
+    if axes and not keepdims:
+        g = apply(RESHAPE, g, shape=keep_shape(shape, axes))
     if g.dtype != dt:  # cast the small gradient, then broadcast: the result stays a view
         g = g.astype(dt)
-    return (g.broadcast_to(shape),)
+    return (g if g.shape == shape else apply(BROADCAST_TO, g, shape=shape),)
 
 
 SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
