@@ -14,7 +14,7 @@ import numpy as _np
 
 from .. import backward as _backward
 from ..tensor import Tensor
-from . import einsum, elementwise, inplace, linalg, nn, reduce, shape  # noqa: F401 - each registers its ops
+from . import einsum, elementwise, indexing, inplace, linalg, nn, reduce, shape  # noqa: F401 - each registers its ops
 from ._registry import Sample, registry
 
 __all__ = ["registry", "Sample", "exports", "numpy_functions"]

@@ -67,7 +67,7 @@ from ..engine import Op, apply, edge
 from ..tensor import Tensor, wrap
 from . import elementwise as E
 from ._registry import Sample, composite, defop, public
-from .shape import _ARRAY, INDEX_ADD, convert_index, fmt_index, split_index, to_device_index, join_index
+from .indexing import _ARRAY, INDEX_ADD, convert_index, fmt_index, join_index, split_index, to_device_index
 
 # -- the checks ---------------------------------------------------------------
 
@@ -591,7 +591,7 @@ def _setitem_rule(ctx, g, template, sel_shape, vshape):
     gt = E.where(wrap(keep), g, 0.0) if ctx.parents[0] is not None else None
     gv = None
     if ctx.parents[-1] is not None:
-        from .shape import GETITEM
+        from .indexing import GETITEM
 
         gs = apply(GETITEM, g, *ctx.saved, template=template)
         if won is not None:

@@ -11,7 +11,7 @@ import numpy as np
 from .. import backend as _be
 from ..engine import apply
 from ..ops._registry import OnDevice, Sample, defop
-from ..ops.shape import index_add
+from ..ops.indexing import index_add
 from . import _kernels as K
 
 

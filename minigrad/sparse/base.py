@@ -157,7 +157,7 @@ class SparseTensor:
         """The sparse ``grad`` read at this tensor's stored coordinates: for each entry, the
         block (dense dims) of ``grad`` there, zeros where ``grad`` stores nothing. O(nnz)."""
         from ..ops.elementwise import where
-        from ..ops.shape import index_add
+        from ..ops.indexing import index_add
 
         xp = self._xp()
         S = self.sparse_dim
