@@ -14,7 +14,7 @@ import numpy as _np
 
 from .. import backward as _backward
 from ..tensor import Tensor
-from . import einsum, elementwise, indexing, inplace, linalg, nn, reduce, shape  # noqa: F401 - each registers its ops
+from . import einsum, elementwise, indexing, inplace, linalg, nn, reduce, shape, writes  # noqa: F401 - each registers its ops
 from ._registry import Sample, registry
 
 __all__ = ["registry", "Sample", "exports", "numpy_functions"]
@@ -40,7 +40,7 @@ def _bind() -> None:
             reflected = name.startswith("__r") and name not in ("__round__",)
             setattr(Tensor, name, _reflected(fn) if reflected else fn)
         for name in op.inplace:
-            setattr(Tensor, name, getattr(inplace, op.inplace[0]))
+            setattr(Tensor, name, getattr(writes, op.inplace[0]))
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = elementwise.abs
     Tensor.T = property(lambda self: shape.transpose(self), doc="The dims reversed (a view).")

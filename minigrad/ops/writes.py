@@ -1,0 +1,284 @@
+"""The in-place methods: ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ clamp_`` (and the
+augmented assignments ``+= -= *= /= **= //= %=`` bound to them), ``fill_ zero_ copy_`` and
+``t[idx] = value`` (``setitem``), with the ops only they have (``floor_divide_``, ``fill_``,
+``copy_``, ``setitem``) and their registrations.
+
+Each checks its operands and hands the write to ``inplace.write``, which decides whether and
+how the write is recorded; ``inplace.py``'s docstring says when a write is allowed and what it
+records.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _state
+from .. import backend as _be
+from ..engine import apply
+from ..tensor import Tensor, wrap
+from . import elementwise as E
+from ._registry import Sample, composite, defop, public
+from .indexing import GETITEM, convert_index, fmt_index, join_index, split_index, to_device_index
+from .inplace import _const, _operand, _same_device, _self, write
+
+# -- arithmetic: the out-of-place op's own forward and rule, written into the tensor ------------------
+
+
+def _arith(op, name):
+    def method(t, other):
+        _self(t, name)
+        od = _operand(other, name, t)
+        try:
+            return write(t, op, name, (other if isinstance(other, Tensor) else od,))
+        except ValueError as e:
+            if "broadcast" in str(e) or "integers to negative" in str(e).lower():
+                raise ValueError(f"{name}: {e} (tensor dtype {t.dtype}, shape {t.shape})") from None
+            raise
+
+    method.__name__ = name
+    method.__doc__ = f"``{op.name}`` in place (the other operand broadcasts to the tensor); returns the tensor."
+    return method
+
+
+mul_ = _arith(E.MUL, "mul_")
+div_ = _arith(E.DIV, "div_")
+pow_ = _arith(E.POW, "pow_")
+remainder_ = _arith(E.MOD, "remainder_")
+
+
+def _addsub(op, name):
+    def method(t, other, *, alpha=1):
+        _self(t, name)
+        od = _operand(other, name, t)
+        other = other if isinstance(other, Tensor) else od
+        if alpha != 1:
+            other = other * alpha
+        return write(t, op, name, (other,))
+
+    method.__name__ = name
+    method.__doc__ = f"``t {'+' if op is E.ADD else '-'}= alpha * other`` in place (other broadcasts to t); returns t."
+    return method
+
+
+add_ = _addsub(E.ADD, "add_")
+sub_ = _addsub(E.SUB, "sub_")
+
+
+def _zero_like(g):
+    return wrap(_be.array_module(g.data).zeros(g.shape, dtype=g.dtype))
+
+
+FLOOR_DIVIDE_ = defop("floor_divide_", lambda xp, x, y: x // y, lambda ctx, g: (_zero_like(g), None),
+                      kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4) * 3, 0.75)])
+
+
+def floor_divide_(t, other):
+    """``t //= other`` in place (NumPy's floor division); returns ``t``. Not differentiable (as
+    ``x // y``): a ``t`` in a recorded graph gets a zero gradient through it, ``other`` none."""
+    _self(t, "floor_divide_")
+    od = _operand(other, "floor_divide_", t)
+    return write(t, FLOOR_DIVIDE_, "floor_divide_", (od,))
+
+
+def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
+    """Clamp into ``[min, max]`` in place (either may be None); gradient 1 inside, bounds included."""
+    op = "clamp_"
+    _self(t, op)
+    if min is None and max is None:
+        raise ValueError("clamp_: at least one of min and max must be given")
+    bounds = []
+    for b in (min, max):
+        if isinstance(b, Tensor):
+            if b._rg and _state.get().grad:
+                raise TypeError("clamp_: bounds that require grad are not supported in place; use mg.clamp(x, lo, hi)")
+            b = _operand(b, op, t)
+        elif b is not None:
+            b = _operand(b, op, t)
+        bounds.append(b)
+    return write(t, E.CLIP, op, (), {"lo": bounds[0], "hi": bounds[1]})
+
+
+clip_ = clamp_
+
+
+# -- overwriting --------------------------------------------------------------------------------
+
+
+def _fill_fwd(xp, x, v):
+    out = xp.empty_like(x)
+    out[...] = v.reshape(()) if hasattr(v, "reshape") else v
+    return out
+
+
+FILL_ = defop("fill_", _fill_fwd, lambda ctx, g: (_zero_like(g), g if ctx.parents[1] is not None else None),
+              broadcast=True, kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
+
+
+def fill_(t, value, *, _op="fill_"):
+    """Set every element to ``value`` (a number, or a one-element tensor) in place; returns ``t``."""
+    _self(t, _op)
+    if isinstance(value, Tensor) and value.size != 1:
+        raise ValueError(f"{_op}: the value must be a number or a one-element tensor, got shape {value.shape}")
+    vd = _operand(value, _op, t)
+    out = write(t, FILL_, _op, (value if isinstance(value, Tensor) else vd,), check=False)
+    if t._node is not None and t._node.op == _op and not isinstance(value, Tensor) and _op == "fill_":
+        t._node.info = {"value": value}
+    return out
+
+
+def zero_(t):
+    """Set every element to 0 in place; returns ``t``."""
+    _self(t, "zero_")
+    return fill_(t, 0, _op="zero_")
+
+
+COPY_ = defop("copy_", _fill_fwd, lambda ctx, g: (_zero_like(g), g if ctx.parents[1] is not None else None),
+              broadcast=True, kind="inplace",
+              samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
+
+
+def _fill_fwd_any(xp, x, v):
+    out = xp.empty_like(x)
+    out[...] = v
+    return out
+
+
+COPY_.forward = _fill_fwd_any
+
+
+def copy_(t, src):
+    """Copy ``src`` (broadcast to ``t``'s shape, cast to its dtype, moved to its device) into ``t``; returns ``t``.
+
+    Differentiable in ``src``; the gradient goes back to ``src``'s device and dtype.
+    """
+    op = "copy_"
+    _self(t, op)
+    if isinstance(src, Tensor):
+        if src.device != t.device:
+            src = src.to(t.device)
+        elif src._ver is t._ver:
+            src = src.clone()
+    else:
+        src = _const(src, op, t)
+        if isinstance(src, np.ndarray) and _be.is_cupy_array(t.data):
+            src = _be.to_device(src, t.device)
+    sshape = tuple(getattr(src, "shape", ()))
+    try:
+        ok = np.broadcast_shapes(sshape, t.shape) == tuple(t.shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"copy_: the source of shape {sshape} does not broadcast to the tensor's shape {t.shape}")
+    return write(t, COPY_, op, (src,), check=False)
+
+
+# -- t[idx] = value ---------------------------------------------------------------------------------
+
+
+def _setitem_fwd(xp, x, *rest, template, sel_shape, vshape):
+    """Write the value (the last argument) at the index into ``x`` itself (the tensor's storage);
+    the masks for the rule ride as aux."""
+    arrays, v = rest[:-1], rest[-1]
+    idx = join_index(template, arrays)
+    keep = xp.ones(x.shape, dtype=bool)
+    keep[idx] = False
+    won = None
+    if not arrays:
+        x[idx] = v
+    else:  # repeated indices: find which write lands where, and write exactly that (deterministic on GPUs too)
+        n = 1
+        for s in sel_shape:
+            n *= s
+        ids = xp.arange(n, dtype=np.int64).reshape(sel_shape)
+        tag = xp.full(x.shape, -1, dtype=np.int64)
+        tag[idx] = ids
+        winner = tag[idx]
+        won = winner == ids
+        vfull = xp.broadcast_to(xp.asarray(v).reshape(vshape), sel_shape)
+        x[idx] = vfull.reshape(-1)[winner.reshape(-1)].reshape(sel_shape)
+    return x, (keep, won)
+
+
+def _setitem_rule(ctx, g, template, sel_shape, vshape):
+    keep, won = ctx.aux
+    gt = E.where(wrap(keep), g, 0.0) if ctx.parents[0] is not None else None
+    gv = None
+    if ctx.parents[-1] is not None:
+        gs = apply(GETITEM, g, *ctx.saved, template=template)
+        if won is not None:
+            gs = E.where(wrap(won), gs, 0.0)
+        gv = _fit_grad(gs, ctx.meta[-1][0])
+    return (gt,) + (None,) * len(ctx.saved) + (gv,)
+
+
+SETITEM = defop("setitem", _setitem_fwd, _setitem_rule, save=(1, ..., -1), aux=True, kind="inplace",
+                samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4), template=(1,),
+                                            sel_shape=(4,), vshape=(4,))])
+
+
+def _fit_grad(gs, shape):
+    """Sum a gradient of the written region down to the value's shape (which may carry extra leading 1s)."""
+    k = len(shape) - gs.ndim
+    if k > 0:
+        return gs.sum_to(shape[k:]).reshape(shape)
+    return gs.sum_to(shape)
+
+
+def setitem(t, idx, value):
+    """``t[idx] = value`` (basic or advanced indexing; ``value`` broadcasts to ``t[idx]``).
+
+    Differentiable in ``t`` (the written positions get no gradient) and in ``value``.
+
+    >>> buf = mg.zeros(3)
+    >>> buf[1] = x          # buf now has a history: gradients reach x
+    """
+    op = "setitem"
+    _self(t, op)
+    cidx, basic = convert_index(idx)
+    if not basic:
+        cidx = to_device_index(cidx, t.data, op)
+    if isinstance(value, Tensor):
+        if type(value.data) is not type(t.data):
+            _same_device(op, t.data, value.data)
+        if value._ver is t._ver:
+            value = value.clone()
+    else:
+        value = _const(value, op, t)
+        if hasattr(value, "shape") and type(value) is not type(t.data):
+            _same_device(op, t.data, value)
+    try:
+        sel_shape = tuple(t.data[cidx].shape)
+    except IndexError as e:
+        raise IndexError(f"setitem: {e} (tensor shape {t.shape})") from None
+    vshape = tuple(getattr(getattr(value, "data", value), "shape", ()))
+    stripped = _strip_ones(vshape, len(sel_shape))
+    try:
+        if len(stripped) > len(sel_shape) or np.broadcast_shapes(stripped, sel_shape) != sel_shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(
+            f"setitem: a value of shape {vshape} cannot be broadcast to the indexed region {fmt_index(cidx)} "
+            f"of shape {sel_shape} (tensor shape {t.shape})"
+        ) from None
+    template, args = split_index(idx, cidx)
+    out = write(t, SETITEM, op, (*args, value), {"template": template, "sel_shape": sel_shape, "vshape": stripped},
+                check=False)
+    if t._node is not None and t._node.op == op:
+        t._node.info = {"index": fmt_index(cidx)}
+    return out
+
+
+def _strip_ones(shape, ndim):
+    """A value's shape without the leading 1s beyond ``ndim`` dims (NumPy's setitem drops them)."""
+    shape = tuple(shape)
+    while len(shape) > ndim and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
+# -- their public faces (bound as Tensor methods by minigrad.ops) ---------------------------------
+
+public(FILL_, method="fill_", export=False)(fill_)
+public(COPY_, method="copy_", export=False)(copy_)
+public(SETITEM, dunders=("__setitem__",), export=False)(setitem)
+public(FLOOR_DIVIDE_, export=False)(floor_divide_)
+composite("zero_", method="zero_", export=False, kind="inplace")(zero_)
