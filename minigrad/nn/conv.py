@@ -1,4 +1,5 @@
-"""Convolution, pooling, batch normalisation and smooth activations, functional form.
+"""Convolution, padding and batch normalisation, functional form; pooling (``pool.py``) and the
+smooth activations (``activations.py``) are re-exported from here.
 
 Everything here is composed from minigrad's public operations, so it runs on every backend
 (NumPy, CuPy) and gives derivatives of every order:
@@ -8,11 +9,6 @@ Everything here is composed from minigrad's public operations, so it runs on eve
   overlap-add), copy those windows once with the output positions innermost (the copy
   streams along rows) and contract them with the weight in ONE ``mg.einsum`` over
   (batch, group): one batched matmul forward and one each way backward.
-* ``max_pool2d`` picks each window's first maximum (PyTorch's tie rule) by ``argmax`` and
-  gathers it with advanced indexing, so the gradient goes to exactly one element per window.
-* ``gelu`` (exact) is ``x * Phi(x)`` with ``Phi`` the normal CDF: a Function computed from a
-  Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose
-  gradient ``exp(-x^2 / 2) / sqrt(2 pi)`` is made of ordinary ops.
 
 PyTorch's shapes, argument names and semantics throughout::
 
@@ -23,7 +19,6 @@ PyTorch's shapes, argument names and semantics throughout::
 """
 from __future__ import annotations
 
-import math
 import numbers
 import warnings
 
@@ -232,286 +227,6 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     return _conv(x, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
 
 
-# -- pooling ------------------------------------------------------------------------------------------
-
-
-def _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode):
-    x = _t(x, op)
-    if x.ndim not in (nd + 1, nd + 2):
-        raise ValueError(f"{op}: input must be {nd + 1}-D or {nd + 2}-D (N, C, *spatial), got shape {x.shape}")
-    if ceil_mode:
-        raise NotImplementedError(f"{op}: ceil_mode=True is not implemented")
-    ks = _ntuple(kernel_size, nd, "kernel_size", op)
-    stride = ks if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0) else \
-        _ntuple(stride, nd, "stride", op)
-    pads = _ntuple(padding, nd, "padding", op, minimum=0)
-    dilation = _ntuple(dilation, nd, "dilation", op)
-    for p, k in zip(pads, ks, strict=True):
-        if p > k // 2:
-            raise ValueError(f"{op}: padding {pads} must be at most half the kernel size {ks}")
-    return x, ks, stride, pads, dilation
-
-
-def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, nd, op):
-    x, ks, stride, pads, dilation = _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode)
-    if x.dtype.kind != "f":
-        raise TypeError(f"{op}: input must be floating-point, got {x.dtype}")
-    spatial = tuple(range(x.ndim - nd, x.ndim))
-    widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
-    xpad = _pad(x, widths, -math.inf)
-    # which element of each window is the (first) maximum: found without recording
-    v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation).data
-    xp = _be.array_module(v)
-    lead = v.shape[:x.ndim]
-    k = int(np.prod(ks))
-    first = v.reshape(lead + (k,)).argmax(axis=-1)            # (..., out...) flat index in the window
-    index = []
-    for ax in range(x.ndim):
-        if ax < x.ndim - nd:
-            shape = [1] * x.ndim
-            shape[ax] = lead[ax]
-            index.append(xp.arange(lead[ax]).reshape(shape))
-        else:
-            j = ax - (x.ndim - nd)
-            inner = int(np.prod(ks[j + 1:]))
-            kj = (first // inner) % ks[j]                      # this dim's offset inside the window
-            shape = [1] * x.ndim
-            shape[ax] = lead[ax]
-            index.append(xp.arange(lead[ax]).reshape(shape) * stride[j] + kj * dilation[j])
-    out = xpad[tuple(index)]                                   # the gradient reaches that one element
-    if not return_indices:
-        return out
-    # PyTorch's indices: flat positions in the unpadded input's spatial dims
-    flat = xp.zeros(out.shape, dtype=np.int64)
-    for j in range(nd):
-        ax = x.ndim - nd + j
-        flat = flat * x.shape[ax] + (index[ax] - pads[j])
-    return out, Tensor(flat, device=x.device)
-
-
-def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
-               return_indices: bool = False):
-    """2-D max pooling, PyTorch's ``F.max_pool2d`` (x (N, C, H, W) or (C, H, W)).
-
-    Args:
-        kernel_size: an int or (kH, kW).
-        stride: an int or a pair; None (default) means the kernel size.
-        padding: implicit -inf on both sides, at most half the kernel.
-        dilation: spacing between a window's elements.
-        return_indices: also return, per output, the flat index in H * W of the chosen input.
-
-    Ties send the whole gradient to the first maximum of the window in row-major order, as
-    PyTorch does (never split). A NaN in a window makes that output NaN.
-
-    >>> F.max_pool2d(mg.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
-    [[[[5.0, 7.0], [13.0, 15.0]]]]
-    """
-    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
-
-
-def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
-               return_indices: bool = False):
-    """1-D max pooling, PyTorch's ``F.max_pool1d`` (x (N, C, L) or (C, L)); see ``max_pool2d``."""
-    return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 1, "max_pool1d")
-
-
-def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, nd, op):
-    x, ks, stride, pads, _ = _pool_args(x, kernel_size, stride, padding, 1, nd, op, ceil_mode)
-    spatial = tuple(range(x.ndim - nd, x.ndim))
-    widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
-    v = _strided.windows(_pad(x, widths), ks, axes=spatial, step=stride)
-    s = v.sum(axis=tuple(range(x.ndim, x.ndim + nd)))
-    if divisor_override is not None:
-        if divisor_override == 0:
-            raise ValueError(f"{op}: divisor_override must not be zero")
-        return s / float(divisor_override)
-    if count_include_pad or not any(pads):
-        return s / float(np.prod(ks))
-    # the number of real (unpadded) elements in each window, per output position
-    ones = np.pad(np.ones(x.shape[x.ndim - nd:]), tuple((p, p) for p in pads))
-    counts = np.lib.stride_tricks.sliding_window_view(ones, ks)[tuple(slice(None, None, st) for st in stride)]
-    counts = counts.sum(axis=tuple(range(nd, 2 * nd))).astype(x.dtype)
-    return s / Tensor(counts, device=x.device)
-
-
-def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
-               divisor_override=None):
-    """2-D average pooling, PyTorch's ``F.avg_pool2d`` (x (N, C, H, W) or (C, H, W)).
-
-    Args:
-        kernel_size: an int or (kH, kW). stride: None (default) means the kernel size.
-        padding: zeros on both sides, at most half the kernel.
-        count_include_pad: divide by the whole window (default) or by its unpadded part.
-        divisor_override: divide by this instead.
-
-    >>> F.avg_pool2d(mg.arange(16.0).reshape(1, 1, 4, 4), 2).tolist()
-    [[[[2.5, 4.5], [10.5, 12.5]]]]
-    """
-    return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 2,
-                     "avg_pool2d")
-
-
-def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
-    """1-D average pooling, PyTorch's ``F.avg_pool1d`` (x (N, C, L) or (C, L)); see ``avg_pool2d``."""
-    return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
-
-
-def adaptive_avg_pool2d(x, output_size):
-    """Average pooling to a given output size, PyTorch's ``F.adaptive_avg_pool2d``.
-
-    Args:
-        x: (N, C, H, W) or (C, H, W).
-        output_size: an int or (oH, oW); None in a pair keeps that input size.
-
-    Output cell ``i`` of a dim averages input ``floor(i * H / oH)`` to ``ceil((i + 1) * H / oH)``.
-    Output size 1 is the global average; sizes that divide the input are an ``avg_pool2d``.
-
-    >>> F.adaptive_avg_pool2d(mg.ones(2, 3, 5, 7), 1).shape
-    (2, 3, 1, 1)
-    """
-    x = _t(x, "adaptive_avg_pool2d")
-    if x.ndim not in (3, 4):
-        raise ValueError(f"adaptive_avg_pool2d: input must be 3-D or 4-D, got shape {x.shape}")
-    if isinstance(output_size, numbers.Integral) or output_size is None:
-        output_size = (output_size, output_size)
-    h, w = x.shape[-2:]
-    oh, ow = (h if output_size[0] is None else int(output_size[0]), w if output_size[1] is None else int(output_size[1]))
-    if oh < 1 or ow < 1:
-        raise ValueError(f"adaptive_avg_pool2d: output_size must be positive, got {output_size!r}")
-    if (oh, ow) == (1, 1):
-        return x.mean(axis=(-2, -1), keepdims=True)
-    if h % oh == 0 and w % ow == 0:
-        return avg_pool2d(x, (h // oh, w // ow))
-    rows = []
-    for i in range(oh):
-        r0, r1 = (i * h) // oh, -((-(i + 1) * h) // oh)
-        cells = []
-        for j in range(ow):
-            c0, c1 = (j * w) // ow, -((-(j + 1) * w) // ow)
-            cells.append(x[..., r0:r1, c0:c1].mean(axis=(-2, -1)))
-        rows.append(_stack(cells, -1))
-    return _stack(rows, -2)
-
-
-def _stack(ts, axis):
-    import minigrad as _mg
-
-    return _mg.stack(ts, axis=axis)
-
-
-# -- activations ----------------------------------------------------------------------------------------
-
-# W. J. Cody's rational approximations of erf / erfc (Math. Comp. 23, 1969; netlib specfun CALERF)
-_ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
-          1.85777706184603153e-1)
-_ERF_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03, 2.84423683343917062e03)
-_ERF_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01, 2.98635138197400131e02,
-          8.81952221241769090e02, 1.71204761263407058e03, 2.05107837782607147e03, 1.23033935479799725e03,
-          2.15311535474403846e-8)
-_ERF_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02, 1.62138957456669019e03,
-          3.29079923573345963e03, 4.36261909014324716e03, 3.43936767414372164e03, 1.23033935480374942e03)
-_ERF_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1, 1.60837851487422766e-2,
-          6.58749161529837803e-4, 1.63153871373020978e-2)
-_ERF_Q = (2.56852019228982242e00, 1.87295284992346725e00, 5.27905102951428412e-1, 6.05183413124413191e-2,
-          2.33520497626869185e-3)
-_SQRPI = 5.6418958354775628695e-1  # 1 / sqrt(pi)
-
-
-def _erfc_array(x):
-    """erfc(x) elementwise on a NumPy/CuPy float array: SciPy's (or CuPy's) where installed,
-    else Cody's approximation (``_erfc_cody``), which agrees with them to a few ulps."""
-    xp = _be.array_module(x)
-    try:
-        if xp is np:
-            from scipy.special import erfc  # noqa: PLC0415 - optional
-
-            return erfc(x)
-        if getattr(xp, "__name__", "") == "cupy":  # not the CPU stand-in
-            from cupyx.scipy.special import erfc  # noqa: PLC0415 - optional
-
-            return erfc(x)
-    except ImportError:
-        pass
-    return _erfc_cody(x)
-
-
-def _erfc_cody(x):
-    """erfc(x) elementwise, to a few ulps in float64: Cody's three ranges, every op an array op."""
-    xp = _be.array_module(x)
-    x64 = x.astype(np.float64)
-    y = xp.abs(x64)
-    # |x| <= 0.46875: erf(y) = y P(y^2) / Q(y^2)
-    ysq = y * y
-    num = _ERF_A[4] * ysq
-    den = ysq
-    for i in range(3):
-        num = (num + _ERF_A[i]) * ysq
-        den = (den + _ERF_B[i]) * ysq
-    small = 1.0 - y * (num + _ERF_A[3]) / (den + _ERF_B[3])
-    # 0.46875 < |x| <= 4: erfc(y) = exp(-y^2) P(y) / Q(y)
-    num = _ERF_C[8] * y
-    den = y
-    for i in range(7):
-        num = (num + _ERF_C[i]) * y
-        den = (den + _ERF_D[i]) * y
-    mid = (num + _ERF_C[7]) / (den + _ERF_D[7])
-    # |x| > 4: erfc(y) = exp(-y^2) / y (1 / sqrt(pi) + P(1/y^2) / (y^2 Q(1/y^2)))
-    yl = xp.maximum(y, 4.0)
-    isq = 1.0 / (yl * yl)
-    num = _ERF_P[5] * isq
-    den = isq
-    for i in range(4):
-        num = (num + _ERF_P[i]) * isq
-        den = (den + _ERF_Q[i]) * isq
-    large = (_SQRPI - isq * (num + _ERF_P[4]) / (den + _ERF_Q[4])) / yl
-    # exp(-y^2) as exp(-t^2) exp(-(y - t)(y + t)) with t = y rounded down to 1/16: no lost digits
-    t = xp.floor(y * 16.0) / 16.0
-    scale = xp.exp(-t * t) * xp.exp(-(y - t) * (y + t))
-    tail = scale * xp.where(y <= 4.0, mid, large)
-    pos = xp.where(y <= 0.46875, small, tail)               # erfc(|x|)
-    out = xp.where(x64 < 0, 2.0 - pos, pos)
-    return out.astype(x.dtype, copy=False)
-
-
-class _NormalCDF(_ag.Function):
-    """Phi(x) = erfc(-x / sqrt 2) / 2; its gradient exp(-x^2 / 2) / sqrt(2 pi) is made of recorded ops."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return Tensor(0.5 * _erfc_array(x.data * -(1.0 / math.sqrt(2.0))), device=x.device)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * ((x * x) * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
-
-
-def gelu(x, approximate: str = "none"):
-    """Gaussian error linear unit, PyTorch's ``F.gelu``.
-
-    ``approximate="none"``: ``x * Phi(x)`` with the exact normal CDF (an erf accurate to a
-    few ulps in float64); ``"tanh"``: ``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``.
-    Differentiable to any order.
-
-    >>> round(F.gelu(mg.tensor([1.0], dtype="float64")).item(), 6)
-    0.841345
-    """
-    x = _t(x, "gelu")
-    if approximate == "none":
-        return x * _NormalCDF.apply(x)
-    if approximate == "tanh":
-        inner = (x + 0.044715 * (x * x * x)) * math.sqrt(2.0 / math.pi)
-        return 0.5 * x * (1.0 + inner.tanh())
-    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-
-
-def silu(x):
-    """``x * sigmoid(x)`` (swish), PyTorch's ``F.silu``."""
-    x = _t(x, "silu")
-    return x * x.sigmoid()
-
-
 # -- batch normalisation --------------------------------------------------------------------------------
 
 
@@ -578,6 +293,13 @@ def _softmax_dim(ndim):
     warnings.warn("Softmax: implicit dim is deprecated; pass dim= (PyTorch's legacy rule is used)",
                   UserWarning, stacklevel=3)
     return 0 if ndim in (0, 1, 3) else 1
+
+
+# -- pooling (pool.py) and smooth activations (activations.py), re-exported here; they import
+# this module's helpers, so they are imported after those are defined ------------------------
+
+from .activations import _erfc_array, _erfc_cody, gelu, silu  # noqa: E402, F401
+from .pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E402
 
 
 # -- their registry entries: built from registered ops (pad, windows, einsum...), so each is a

@@ -270,7 +270,8 @@ def embedding(indices, weight):
     # index by the Tensor itself when there is one: getitem saves it with its version
     return weight[indices if isinstance(indices, Tensor) else idx]
 
-# convolution, pooling, batch norm and smooth activations live in conv.py (issue 22)
+# convolution, pooling, batch norm and smooth activations live in conv.py, pool.py and activations.py
+# (issue 22), all re-exported by conv.py
 from .conv import (  # noqa: E402
     adaptive_avg_pool2d, avg_pool1d, avg_pool2d, batch_norm, conv1d, conv2d, gelu, max_pool1d, max_pool2d, pad,
     silu,
