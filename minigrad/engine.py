@@ -256,19 +256,13 @@ def apply(op: Op, *args, **params):
     xp = _xp_of(op.name, datas) if dev else np
     try:
         if mode.observers:
-            t0 = _perf()
-            out = op.forward(xp, *datas, **params)
-            dt = _perf() - t0
-            for o in mode.observers:
-                o.forward(op.name, dt, out)
+            out = _observed_forward(op, xp, datas, params, mode.observers)
         else:
             out = op.forward(xp, *datas, **params)
     except ValueError as e:
         if "broadcast" not in str(e) or not op.broadcast:
             raise
-        shapes = " and ".join(str(tuple(d.shape)) if hasattr(d, "shape") else "scalar" for d in datas)
-        raise ValueError(f"{op.name}: operands could not be broadcast together: shapes {shapes} "
-                         "(NumPy broadcasting: trailing dims must match or be 1)") from None
+        raise _broadcast_error(op, datas) from None
     aux = None
     if op.aux:
         out, aux = out
@@ -283,11 +277,7 @@ def apply(op: Op, *args, **params):
     r._grad = r._node = None
     r._oidx = 0
     if op.view and (op.view is True or _shares(out, datas[0])):
-        x = args[0]
-        r._ver = x._ver
-        r._base = x if x._base is None else x._base
-        if not r._base._rg:
-            _note_plain_view(r)
+        _share_storage(r, args[0])
     else:
         r._ver = [0]
     if record and out.dtype.kind == "f":
@@ -297,6 +287,31 @@ def apply(op: Op, *args, **params):
         if op.view:
             n.view_ver = r._ver[0]
     return r
+
+
+def _observed_forward(op, xp, datas, params, observers):
+    """``op``'s forward, timed and reported to each observer (a profile); only while one is active."""
+    t0 = _perf()
+    out = op.forward(xp, *datas, **params)
+    dt = _perf() - t0
+    for o in observers:
+        o.forward(op.name, dt, out)
+    return out
+
+
+def _broadcast_error(op, datas):
+    """The ValueError for operands of a broadcasting op whose shapes do not broadcast, naming them."""
+    shapes = " and ".join(str(tuple(d.shape)) if hasattr(d, "shape") else "scalar" for d in datas)
+    return ValueError(f"{op.name}: operands could not be broadcast together: shapes {shapes} "
+                      "(NumPy broadcasting: trailing dims must match or be 1)")
+
+
+def _share_storage(r, x):
+    """Make ``r`` a view of ``x``: the same version counter, the same base (noted when it records nothing)."""
+    r._ver = x._ver
+    r._base = x if x._base is None else x._base
+    if not r._base._rg:
+        _note_plain_view(r)
 
 
 def _record(op, args, datas, params, aux, out, out_ver, mode):

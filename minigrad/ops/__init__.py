@@ -131,6 +131,14 @@ def _dispatch(func, fn, args, kwargs, method="__call__"):
     npsig, mgsig = _signature(func), _signature(fn)
     if not npsig or not mgsig:
         return fn(*args, **kwargs)
+    values, spread = _map_arguments(name, fn, npsig, mgsig, args, kwargs)
+    pos, kw = _call_arguments(list(mgsig.parameters.values()), values, spread)
+    return fn(*pos, **kw)
+
+
+def _map_arguments(name, fn, npsig, mgsig, args, kwargs):
+    """NumPy's arguments bound to ``npsig``, mapped onto ``fn``'s parameters: (minigrad parameter
+    name -> value, the names of minigrad's *args that take NumPy's *operands one by one)."""
     try:
         bound = npsig.bind(*args, **kwargs)
     except TypeError as e:
@@ -171,6 +179,11 @@ def _dispatch(func, fn, args, kwargs, method="__call__"):
             continue  # a NumPy option left at its default
         raise TypeError(f"{name}: the argument {k}={v!r} is not supported on Tensors by minigrad's "
                         f"{fn.__name__}{mgsig}")
+    return values, spread
+
+
+def _call_arguments(mgparams, values, spread):
+    """The positional and keyword arguments that pass ``values`` to the parameters ``mgparams``."""
     pos, kw = [], {}
     positional = True
     for p in mgparams:
@@ -190,7 +203,7 @@ def _dispatch(func, fn, args, kwargs, method="__call__"):
             kw.update(v)
         else:
             pos.append(v)
-    return fn(*pos, **kw)
+    return pos, kw
 
 
 def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
