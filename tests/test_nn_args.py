@@ -38,3 +38,11 @@ def test_good_sizes_still_build():
     assert nn.LayerNorm([2, np.int64(3)]).normalized_shape == (2, 3)
     assert nn.LayerNorm(()).normalized_shape == ()
     assert isinstance(nn.Linear(np.int64(3), 2).in_features, int)
+
+
+@pytest.mark.parametrize("make", [lambda: mg.nn.Conv2d(-1, 3, 3), lambda: mg.nn.Conv2d(3, 0, 3),
+                                  lambda: mg.nn.Conv1d(2.5, 3, 3), lambda: mg.nn.Conv2d(4, 4, 3, groups=0),
+                                  lambda: mg.nn.BatchNorm1d(-2), lambda: mg.nn.BatchNorm2d(True)])
+def test_conv_and_batch_norm_layers_check_their_sizes(make):
+    with pytest.raises(ValueError, match=r"^(Conv1d|Conv2d|BatchNorm1d|BatchNorm2d): \w+ must be a positive int"):
+        make()

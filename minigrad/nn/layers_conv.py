@@ -19,6 +19,7 @@ from .. import creation as _creation
 from ..tensor import Tensor
 from . import Module, Parameter, init
 from . import conv as _C
+from .layers import _size
 
 __all__ = [
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
@@ -39,7 +40,9 @@ class _ConvNd(Module):
         nd, op = self._nd, self._op
         if padding_mode != "zeros":
             raise NotImplementedError(f"{op}: only padding_mode='zeros' is implemented, got {padding_mode!r}")
-        if groups < 1 or in_channels % groups or out_channels % groups:
+        in_channels, out_channels = _size(in_channels, op, "in_channels"), _size(out_channels, op, "out_channels")
+        groups = _size(groups, op, "groups")
+        if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"{op}: in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by "
                 f"groups ({groups})"
@@ -220,7 +223,7 @@ class _BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None):
         super().__init__()
-        self.num_features = int(num_features)
+        self.num_features = _size(num_features, self._op, "num_features")
         self.eps = float(eps)
         self.momentum = momentum
         self.affine = affine
