@@ -145,7 +145,7 @@ def cross_entropy(input, target, reduction: str = "mean"):  # noqa: A002 - PyTor
     n, c = x.shape
     td = _targets(target, n, c, "cross_entropy", x.data)
     # a target Tensor is saved itself by nll_loss: changing it in place before backward is refused
-    return _nn.nll_loss_op(_red.log_softmax(x, 1), target if isinstance(target, Tensor) else td, reduction)
+    return _nn.cross_entropy_op(x, target if isinstance(target, Tensor) else td, reduction)
 
 
 def nll_loss(input, target, reduction: str = "mean"):  # noqa: A002

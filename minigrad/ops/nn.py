@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import apply
+from ..tensor import wrap
 
 from ._registry import Sample, composite, defop
 from .elementwise import sigmoid
+from .reduce import shift_by_max
 
 
 def _nll_fwd(xp, logp, target, reduction):
@@ -104,3 +106,81 @@ float_ = _cast("float", np.float32)
 double = _cast("double", np.float64)
 long = _cast("long", np.int64)
 
+
+
+# -- cross_entropy: one op forward, one op backward (whose own rule gives the second order) ---------------
+
+
+def _ce_fwd(xp, x, target, reduction):
+    """Per-row ``logsumexp(x) - x[target]``, reduced; stable for logits of any size."""
+    n = x.shape[0]
+    s = shift_by_max(x, (1,)) if n else x - x  # a fresh array: written in place below
+    picked = s[xp.arange(n), target]
+    xp.exp(s, out=s)
+    loss = xp.log(s.sum(axis=1))
+    loss -= picked
+    if reduction == "none":
+        return loss
+    if not n:
+        return xp.asarray(xp.nan if reduction == "mean" else 0, dtype=x.dtype)
+    total = loss.sum(axis=0, keepdims=True).reshape(())
+    return total / n if reduction == "mean" else total
+
+
+def _ce_rule(ctx, g, reduction):
+    x, target = ctx.saved
+    return apply(CE_BACKWARD, g, x, target, reduction=reduction), None
+
+
+CROSS_ENTROPY = defop("cross_entropy", _ce_fwd, _ce_rule, save=(0, 1), kind="reduce",
+                      info=lambda reduction: {"reduction": reduction},
+                      torch=lambda th, x, t, reduction: th.nn.functional.cross_entropy(x, t, reduction=reduction),
+                      samples=lambda rng: [Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction=r)
+                                           for r in ("mean", "sum", "none")])
+
+
+def _ce_backward_fwd(xp, g, x, target, reduction):
+    """``(softmax(x) - onehot(target)) * g`` (``g / n`` for a mean, ``g`` per row for 'none')."""
+    n = x.shape[0]
+    p = shift_by_max(x, (1,)) if n else x - x
+    xp.exp(p, out=p)
+    p /= p.sum(axis=1, keepdims=True)
+    if n:
+        p[xp.arange(n), target] -= 1
+    if reduction == "mean":
+        p *= g / n
+    elif reduction == "sum":
+        p *= g
+    else:
+        p *= g.reshape(n, 1)
+    return p
+
+
+def _ce_backward_rule(ctx, gg, reduction):
+    g, x, target = ctx.saved
+    n = x.shape[0]
+    p = x.softmax(1)
+    xp = x._xp()
+    onehot = xp.zeros(x.shape, dtype=x.dtype)  # a constant: the targets are integers
+    if n:
+        onehot[xp.arange(n), target.data] = 1
+    d = p - wrap(onehot)
+    if reduction == "mean":
+        scale, gg_g = g / n, (gg * d).sum() / n
+    elif reduction == "sum":
+        scale, gg_g = g, (gg * d).sum()
+    else:
+        scale, gg_g = g.reshape(n, 1), (gg * d).sum(axis=1)
+    gg_x = scale * p * (gg - (gg * p).sum(axis=1, keepdims=True))
+    return gg_g, gg_x, None
+
+
+CE_BACKWARD = defop("cross_entropy_backward", _ce_backward_fwd, _ce_backward_rule, save=(0, 1, 2), kind="other",
+                    samples=lambda rng: [Sample(np.asarray(rng.standard_normal()), rng.standard_normal((4, 3)),
+                                                np.array([0, 2, 1, 2]), reduction="mean"),
+                                         Sample(rng.standard_normal(4), rng.standard_normal((4, 3)),
+                                                np.array([1, 0, 2, 2]), reduction="none")])
+
+
+def cross_entropy_op(x, target, reduction):
+    return apply(CROSS_ENTROPY, x, target, reduction=reduction)
