@@ -9,18 +9,23 @@ from ..tensor import wrap
 
 from ._registry import Sample, composite, defop
 from .elementwise import sigmoid
+from .reduce import softmax_forward
 from .reduce import shift_by_max
 
 
-def _nll_fwd(xp, logp, target, reduction):
-    n = logp.shape[0]
-    picked = -logp[xp.arange(n), target]
+def _reduce_rows(xp, per_row, reduction, dtype):
+    """Per-row losses reduced as PyTorch's losses are: 'none', 'sum', or 'mean' (NaN for no rows)."""
     if reduction == "none":
-        return picked
+        return per_row
+    n = per_row.shape[0]
     if not n:
-        return xp.asarray(xp.nan if reduction == "mean" else 0, dtype=logp.dtype)
-    total = picked.sum(axis=0, keepdims=True).reshape(())
+        return xp.asarray(xp.nan if reduction == "mean" else 0, dtype=dtype)
+    total = per_row.sum(axis=0, keepdims=True).reshape(())
     return total / n if reduction == "mean" else total
+
+
+def _nll_fwd(xp, logp, target, reduction):
+    return _reduce_rows(xp, -logp[xp.arange(logp.shape[0]), target], reduction, logp.dtype)
 
 
 def _nll_rule(ctx, g, reduction):
@@ -119,12 +124,7 @@ def _ce_fwd(xp, x, target, reduction):
     xp.exp(s, out=s)
     loss = xp.log(s.sum(axis=1))
     loss -= picked
-    if reduction == "none":
-        return loss
-    if not n:
-        return xp.asarray(xp.nan if reduction == "mean" else 0, dtype=x.dtype)
-    total = loss.sum(axis=0, keepdims=True).reshape(())
-    return total / n if reduction == "mean" else total
+    return _reduce_rows(xp, loss, reduction, x.dtype)
 
 
 def _ce_rule(ctx, g, reduction):
@@ -142,9 +142,7 @@ CROSS_ENTROPY = defop("cross_entropy", _ce_fwd, _ce_rule, save=(0, 1), kind="red
 def _ce_backward_fwd(xp, g, x, target, reduction):
     """``(softmax(x) - onehot(target)) * g`` (``g / n`` for a mean, ``g`` per row for 'none')."""
     n = x.shape[0]
-    p = shift_by_max(x, (1,)) if n else x - x
-    xp.exp(p, out=p)
-    p /= p.sum(axis=1, keepdims=True)
+    p = softmax_forward(xp, x, (1,))  # a fresh array
     if n:
         p[xp.arange(n), target] -= 1
     if reduction == "mean":

@@ -425,7 +425,7 @@ def _axes1(axis, dim, ndim, op):
     return normalize_axis(axis, ndim, op)
 
 
-def _softmax_fwd(xp, x, axes):
+def softmax_forward(xp, x, axes):
     if not x.size:  # nothing to normalise (and the max of an empty axis fails)
         return xp.exp(x)
     e = shift_by_max(x, axes)
@@ -442,7 +442,7 @@ def _axis_samples(rng):
     return [Sample(rng.standard_normal((3, 4)), axes=(1,)), Sample(rng.standard_normal((2, 3, 4)), axes=(0, 2))]
 
 
-SOFTMAX = defop("softmax", _softmax_fwd, _softmax_rule, save_out=True, kind="reduce", samples=_axis_samples,
+SOFTMAX = defop("softmax", softmax_forward, _softmax_rule, save_out=True, kind="reduce", samples=_axis_samples,
                 info=lambda axes: {"axis": axes[0] if len(axes) == 1 else axes},
                 torch=lambda th, x, axes: (x - th.logsumexp(x, axes, True)).exp())
 
