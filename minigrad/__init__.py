@@ -21,10 +21,11 @@ from .creation import (
 )
 from .backward import grad
 from .engine import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
-from .errors import AnomalyError, AxisError, GradcheckError, MinigradError
+from .errors import AnomalyError, AxisError, CompileError, GradcheckError, MinigradError
 from .gradcheck import gradcheck, gradgradcheck
 from .tensor import Tensor, get_default_dtype, set_default_dtype
 from .threads import get_num_threads, set_num_threads
+from .compile import compile  # noqa: A004 - mg.compile, as torch.compile
 
 # ops: every public function the registry marks for export (mg.exp, mg.sum, mg.einsum, ...)
 globals().update(ops.exports())
@@ -48,7 +49,7 @@ __all__ = sorted(
     ["Tensor", "tensor", "zeros", "ones", "full", "full_like", "empty", "arange", "linspace", "eye", "zeros_like",
      "ones_like", "rand", "randn", "randint", "from_numpy", "from_dlpack", "manual_seed", "set_default_dtype", "get_default_dtype",
      "set_default_device", "get_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
-     "grad", "gradcheck", "gradgradcheck", "AnomalyError", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",
+     "grad", "gradcheck", "gradgradcheck", "compile", "CompileError", "AnomalyError", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",
      "get_num_threads", "autograd", "ops", "cat", "clamp", "dot", "save", "load", "nn", "optim", "sparse", "viz",
      "strided", "io"] + list(ops.exports()))
 

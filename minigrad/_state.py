@@ -53,9 +53,10 @@ def add_observer(obs):
     return _mode.set(Mode(m.grad, m.observers + (obs,)))
 
 
-def without_observers(grad: bool):
-    """A Mode with nobody watching (the inside of an ``autograd.Function``'s forward)."""
-    return _mode.set(Mode(grad, ()))
+def without_observers(grad: bool, keep: tuple = ()):
+    """A Mode with nobody watching but ``keep`` (the inside of an ``autograd.Function``'s
+    forward; backward's rules, which a capture still records)."""
+    return _mode.set(Mode(grad, keep))
 
 
 def reset(token) -> None:
@@ -68,3 +69,58 @@ def profiler():
         if getattr(o, "is_profile", False):
             return o
     return None
+
+
+# ---------------------------------------------------------------------------
+# capture (mg.compile): array steps that run outside ``apply``, and what cannot be replayed
+# ---------------------------------------------------------------------------
+# How many captures are under way, in any thread: a hint that lets the hot paths below skip
+# the ContextVar when nobody captures. The capture itself is per thread (an observer in the
+# Mode, with ``captures = True``), like every other mode.
+active = 0
+
+
+def capture():
+    """The capture (``mg.compile``) this thread is running, or None."""
+    if not active:
+        return None
+    for o in _mode.get().observers:
+        if getattr(o, "captures", False):
+            return o
+    return None
+
+
+def kernel(fn, *args):
+    """``fn(*args)``: an array step that does not go through ``apply`` (a random draw, a gradient
+    added into ``.grad``, an optimizer's update). A capture records it, to call it again on
+    replay with the arguments of that moment (arrays it made, tensors and objects it reads live)."""
+    if active:
+        c = capture()
+        if c is not None:
+            return c.kernel(fn, args)
+    return fn(*args)
+
+
+def refuse(what: str) -> None:
+    """Python that a replay cannot repeat (``.item()``, ``bool(t)``, a new parameter...): a
+    capture raises ``CompileError`` naming the user's line, or (``fallback=True``) gives up
+    capturing and lets the call go on eagerly."""
+    if active:
+        c = capture()
+        if c is not None:
+            c.refuse(what)
+
+
+def note_write(t) -> None:
+    """An in-place write into ``t`` is about to run (a capture refuses writes into its inputs)."""
+    if active:
+        c = capture()
+        if c is not None:
+            c.write(t)
+
+
+def born(t) -> None:
+    """A Tensor was made outside ``apply`` (``wrap``) while this thread may be capturing."""
+    c = capture()
+    if c is not None:
+        c.born(t)

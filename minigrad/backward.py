@@ -30,8 +30,7 @@ def _seed(t, g, graph):
                 f"backward: grad can be implicitly created only for one-element outputs; this "
                 f"output has shape {t.shape}. Pass grad= (a tensor of shape {t.shape})"
             )
-        d = t.data
-        return wrap(_be.array_module(d).ones(d.shape, dtype=d.dtype))
+        return wrap(_state.kernel(_ones_like, t.data))
     if hasattr(g, "_sparse_values_for_grad"):
         raise TypeError(
             f"backward: got a sparse gradient for a dense output of shape {t.shape}; pass a dense "
@@ -42,7 +41,7 @@ def _seed(t, g, graph):
             raise TypeError(
                 f"backward: grad must be a Tensor (or an array / number) of shape {t.shape}, "
                 f"got {type(g).__name__}")
-        g = wrap(_be.array_module(t.data).asarray(g, dtype=t.dtype))
+        g = wrap(_state.kernel(_asarray_like, g, t.data))
     if g.shape != t.shape:
         raise RuntimeError(
             f"backward: grad has shape {g.shape} but the output has shape {t.shape}; they must match exactly"
@@ -121,7 +120,10 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
 def _walk(order, graph, retain_graph, capture, leaves):
     observers = _get_mode().observers
     if observers:  # the ops rules run count as their rule's backward time, not as forward calls
-        token = _state.without_observers(graph)
+        # (a capture, mg.compile, still records them: they are the replay's backward)
+        keep = tuple(o for o in observers if getattr(o, "captures", False))
+        observers = tuple(o for o in observers if o not in keep)
+        token = _state.without_observers(graph, keep)
         try:
             return _walk_nodes(order, graph, retain_graph, capture, leaves, observers)
         finally:
@@ -203,7 +205,7 @@ def _send(n, grads, leaves, graph):
         c = p.__class__
         if c is Node and not p.special:
             pg = p._g
-            p._g = gi if pg is None else pg + gi if graph else wrap(_as_array(pg.data + gi.data))
+            p._g = gi if pg is None else pg + gi if graph else wrap(_state.kernel(_add, pg.data, gi.data))
         elif c is Node:
             _node_add(p, 0, gi)
         elif c is tuple:
@@ -213,7 +215,7 @@ def _send(n, grads, leaves, graph):
             if e is None:
                 leaves[id(p)] = [p, gi]
             else:
-                e[1] = e[1] + gi if graph else wrap(_as_array(e[1].data + gi.data))
+                e[1] = e[1] + gi if graph else wrap(_state.kernel(_add, e[1].data, gi.data))
 
 
 def _add_to(leaves, leaf, g):
@@ -253,8 +255,36 @@ def _accumulate_leaf(leaf, g, graph):
     if graph:
         leaf._grad = g if leaf._grad is None else leaf._grad + g
         return
-    total = g.data if leaf._grad is None else _as_array(leaf._grad.data + g.data)
-    leaf._grad = wrap(_readonly(total))
+    _state.kernel(_into_grad, leaf, g.data)
+
+
+def _into_grad(leaf, g):
+    """``leaf.grad += g`` (first order): a new read-only array, never a write into the old one.
+    Returns the array ``.grad`` now holds (a capture knows it again when a later op reads it)."""
+    cur = leaf._grad
+    if cur is None:
+        total = g
+    else:
+        if cur.data.shape != g.shape:
+            raise RuntimeError(
+                f"backward: the .grad of a tensor of shape {leaf.data.shape} has shape {cur.data.shape}; "
+                "it was replaced by one of another shape, so the new gradient cannot be added to it")
+        total = _as_array(cur.data + g)
+    leaf._grad = t = wrap(_readonly(total))
+    return t.data
+
+
+def _ones_like(d):
+    return _be.array_module(d).ones(d.shape, dtype=d.dtype)
+
+
+def _asarray_like(g, d):
+    return _be.array_module(d).asarray(g, dtype=d.dtype)
+
+
+def _add(a, b):
+    """Two gradients of one tensor, summed (first order: plain arrays)."""
+    return _as_array(a + b)
 
 
 def _readonly(a):

@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 
+from . import _state
 from . import backend as _be
 from . import tensor as _tensor
 from .tensor import Tensor, wrap as _wrap
@@ -33,14 +34,18 @@ def _shape(shape, op):
     return tuple(int(s) for s in shape)
 
 
-def _finish(arr, requires_grad, device):
-    dev = _be.parse_device(device)
-    if dev != "cpu":
-        arr = _be.to_device(arr, dev)
-    t = _wrap(arr)
+def _finish(make, args, requires_grad, device):
+    """The Tensor of ``make(*args)`` (a host array) on ``device``. A captured step (mg.compile)
+    makes the array again on each replay, as each eager call does (random draws: fresh ones)."""
+    t = _wrap(_state.kernel(_made, make, args, _be.parse_device(device)))
     if requires_grad:
         t.requires_grad = True
     return t
+
+
+def _made(make, args, dev):
+    arr = make(*args)
+    return arr if dev == "cpu" else _be.to_device(arr, dev)
 
 
 def _dt(dtype):
@@ -48,17 +53,19 @@ def _dt(dtype):
 
 
 def _fill(op, shape, value, dtype, device, requires_grad):
-    dev = _be.parse_device(device)
-    xp = _be.xp_for(dev)
-    if dev != "cpu":
-        with xp.cuda.Device(int(dev.split(":")[1])):
-            arr = xp.full(shape, value, dtype=dtype)
-    else:
-        arr = np.full(shape, value, dtype=dtype)
-    t = _wrap(arr)
+    t = _wrap(_state.kernel(_full, shape, value, dtype, _be.parse_device(device)))
     if requires_grad:
         t.requires_grad = True
     return t
+
+
+def _full(shape, value, dtype, dev):
+    """``full`` made on its device directly (no host array copied over)."""
+    if dev == "cpu":
+        return np.full(shape, value, dtype=dtype)
+    xp = _be.xp_for(dev)
+    with xp.cuda.Device(int(dev.split(":")[1])):
+        return xp.full(shape, value, dtype=dtype)
 
 
 def zeros(*shape, dtype=None, device=None, requires_grad=False) -> Tensor:
@@ -109,41 +116,47 @@ def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=Fals
     if dtype is None:
         ints = all(isinstance(v, numbers.Integral) for v in (start, stop, step))
         dtype = np.int64 if ints else _tensor._default_dtype
-    return _finish(np.arange(start, stop, step, dtype=np.dtype(dtype)), requires_grad, device)
+    return _finish(np.arange, (start, stop, step, np.dtype(dtype)), requires_grad, device)
 
 
 def linspace(start, stop, num=50, dtype=None, device=None, requires_grad=False) -> Tensor:
     """``num`` evenly spaced values from start to stop inclusive."""
-    return _finish(np.linspace(start, stop, num, dtype=_dt(dtype)), requires_grad, device)
+    return _finish(np.linspace, (start, stop, num, True, False, _dt(dtype)), requires_grad, device)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     """Identity matrix (n x m)."""
-    return _finish(np.eye(n, m, dtype=_dt(dtype)), requires_grad, device)
+    return _finish(np.eye, (n, m, 0, _dt(dtype)), requires_grad, device)
 
 
 def rand(*shape, dtype=None, device=None, requires_grad=False, seed=None) -> Tensor:
     """Uniform [0, 1) samples; ``seed=`` or ``mg.manual_seed`` for reproducibility."""
     shape = _shape(shape, "rand")
     dt = _dt(dtype)
-    arr = _generator(seed).random(shape, dtype=np.float64).astype(dt, copy=False)
-    return _finish(arr, requires_grad, device)
+    return _finish(_draw, ("random", shape, dt, seed), requires_grad, device)
 
 
 def randn(*shape, dtype=None, device=None, requires_grad=False, seed=None) -> Tensor:
     """Standard normal samples; ``seed=`` or ``mg.manual_seed`` for reproducibility."""
     shape = _shape(shape, "randn")
     dt = _dt(dtype)
-    arr = _generator(seed).standard_normal(shape, dtype=np.float64).astype(dt, copy=False)
-    return _finish(arr, requires_grad, device)
+    return _finish(_draw, ("standard_normal", shape, dt, seed), requires_grad, device)
 
 
 def randint(low, high=None, size=(), dtype=np.int64, device=None, seed=None) -> Tensor:
     """Random integers in [low, high)."""
     if high is None:
         low, high = 0, low
-    arr = _generator(seed).integers(low, high, size=size, dtype=dtype)
-    return _finish(np.asarray(arr), False, device)
+    return _finish(_integers, (low, high, size, dtype, seed), False, device)
+
+
+def _draw(kind, shape, dt, seed):
+    """Float64 draws from the generator (``mg.manual_seed``'s, read when called), cast to ``dt``."""
+    return getattr(_generator(seed), kind)(shape, dtype=np.float64).astype(dt, copy=False)
+
+
+def _integers(low, high, size, dtype, seed):
+    return np.asarray(_generator(seed).integers(low, high, size=size, dtype=dtype))
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None) -> Tensor:

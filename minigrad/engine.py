@@ -256,7 +256,7 @@ def apply(op: Op, *args, **params):
     xp = _xp_of(op.name, datas) if dev else np
     try:
         if mode.observers:
-            out = _observed_forward(op, xp, datas, params, mode.observers)
+            out = _observed_forward(op, xp, args, datas, params, mode.observers)
         else:
             out = op.forward(xp, *datas, **params)
     except ValueError as e:
@@ -289,13 +289,18 @@ def apply(op: Op, *args, **params):
     return r
 
 
-def _observed_forward(op, xp, datas, params, observers):
-    """``op``'s forward, timed and reported to each observer (a profile); only while one is active."""
+def _observed_forward(op, xp, args, datas, params, observers):
+    """``op``'s forward, timed and reported to each observer (a profile); only while one is active.
+    A capture (``mg.compile``) is shown the whole call instead, and may hand back ``out`` with
+    NumPy scalars made arrays (the arrays it will know again when later ops read them)."""
     t0 = _perf()
     out = op.forward(xp, *datas, **params)
     dt = _perf() - t0
     for o in observers:
-        o.forward(op.name, dt, out)
+        if getattr(o, "captures", False):
+            out = o.op(op, xp, args, datas, params, out)
+        else:
+            o.forward(op.name, dt, out)
     return out
 
 

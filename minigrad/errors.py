@@ -33,3 +33,15 @@ class AnomalyError(MinigradError, RuntimeError):
         self.file = file
         self.line = line
         self.phase = phase
+
+
+class CompileError(MinigradError, RuntimeError):
+    """``mg.compile`` met Python that a replay cannot repeat (``.item()``, ``bool(t)``, a new
+    parameter, an in-place write into an input...). Attributes: ``what`` (the construct),
+    ``file`` and ``line`` (the user's code that did it)."""
+
+    def __init__(self, message, what=None, file=None, line=None):
+        super().__init__(message)
+        self.what = what
+        self.file = file
+        self.line = line

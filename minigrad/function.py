@@ -42,8 +42,10 @@ class FunctionCtx:
 
 
 def _forward(xp, *datas, cls, ctx, args, kwargs):
-    """Run ``cls.forward`` unrecorded and unobserved (a profile shows the Function as one op)."""
-    token = _state.without_observers(False)
+    """Run ``cls.forward`` unrecorded and unobserved (a profile shows the Function as one op;
+    a capture, mg.compile, records the ops inside it instead of the Function)."""
+    c = _state.capture()
+    token = _state.without_observers(False, () if c is None else (c,))
     try:
         res = cls.forward(ctx, *args, **kwargs)
     finally:
@@ -57,13 +59,21 @@ def _forward(xp, *datas, cls, ctx, args, kwargs):
     return outs[0].data if ctx._single else tuple(o.data for o in outs)
 
 
+def _zeros(ref, shape, dtype):
+    return _be.array_module(ref).zeros(shape, dtype=dtype)
+
+
+def _asarray(r, ref, dtype):
+    return _be.array_module(r, ref).asarray(r, dtype=dtype)
+
+
 def _rule(node, g, cls, ctx, args, kwargs):
     gs = list(g) if node.n_out > 1 else [g]
     for k, gk in enumerate(gs):
         if gk is None:
             ref = next(x for x in gs if x is not None)
             shape, dtype = ctx._out_meta[k]
-            gs[k] = wrap(_be.array_module(ref.data).zeros(shape, dtype=dtype))
+            gs[k] = wrap(_state.kernel(_zeros, ref.data, shape, dtype))
     ctx._node = node
     try:
         res = cls.backward(ctx, *gs)
@@ -81,7 +91,7 @@ def _rule(node, g, cls, ctx, args, kwargs):
         if not isinstance(r, Tensor):
             # a raw array or list becomes an array on the gradients' device (a host array for a
             # device input is an error naming both devices)
-            r = wrap(_be.array_module(r, gs[0].data).asarray(r, dtype=m[1]))
+            r = wrap(_state.kernel(_asarray, r, gs[0].data, m[1]))
         if r.shape != m[0]:
             raise RuntimeError(f"{node.op}.backward returned a gradient of shape {r.shape} for an input of "
                                f"shape {m[0]}")

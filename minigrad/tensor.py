@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from . import _state
 from . import backend as _be
 
 _default_dtype = np.dtype(np.float32)
@@ -54,6 +55,8 @@ def wrap(data):
     t._node = None
     t._oidx = 0
     t._ver = [0]
+    if _state.active:  # a capture (mg.compile) tells arrays it knows from ones it missed
+        _state.born(t)
     return t
 
 
@@ -127,7 +130,8 @@ class Tensor:
     name = None     # a label for pictures (mg.viz) and messages
 
     def __init__(self, data, dtype=None, requires_grad=False, device=None):
-        self.data = _to_array(data, dtype, device)
+        # made again on each replay of a captured step (mg.compile), as eager makes it each call
+        self.data = _state.kernel(_to_array, data, dtype, device) if _state.active else _to_array(data, dtype, device)
         self._rg = False
         self._grad = None
         self._node = None
@@ -178,6 +182,8 @@ class Tensor:
         value = bool(value)
         if value:
             check_grad_dtype(self.data.dtype)
+            if not self._rg:
+                _state.refuse("creating a tensor that requires grad (a new parameter)")
         elif self._node is not None:
             raise RuntimeError(
                 "requires_grad: you can only change requires_grad of leaf tensors; use "
@@ -242,6 +248,7 @@ class Tensor:
             yield self[i]
 
     def __bool__(self):
+        _state.refuse("bool() of a tensor (an `if` or `while` on a tensor's value)")
         if self.data.size != 1:
             raise ValueError(
                 f"the truth value of a tensor with {self.data.size} elements is ambiguous; use .any() or .all()"
@@ -277,14 +284,17 @@ class Tensor:
         """
         if self._rg:
             raise RuntimeError(_NEEDS_DETACH.format(what="numpy() on"))
+        _state.refuse(".numpy()")
         return _be.to_numpy(self.data)
 
     def item(self):
+        _state.refuse(".item()")
         if self.data.size != 1:
             raise ValueError(f"item: only one-element tensors can be converted to a Python scalar, got shape {self.shape}")
         return self.data.reshape(()).item()
 
     def tolist(self):
+        _state.refuse(".tolist()")
         return _be.to_numpy(self.data).tolist()
 
     def __array__(self, dtype=None, copy=None):
@@ -295,6 +305,7 @@ class Tensor:
                 f"can't convert a {self.device} tensor to a NumPy array implicitly; use t.numpy() "
                 "(an explicit copy to the host) or t.cpu()"
             )
+        _state.refuse("np.asarray() of a tensor (__array__)")
         a = self.data if dtype is None else self.data.astype(dtype, copy=False)
         return a.copy() if copy and a is self.data else a
 

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from .. import _state
 from .. import backend as _be
 from ..ops import linalg as _la
 from ..ops import nn as _nn
@@ -222,15 +223,18 @@ def dropout(x, p: float = 0.5, training: bool = True):
         return x
     if p == 1.0:
         return x * 0.0
+    # a captured step (mg.compile) draws a fresh mask on each replay, as eager does
+    return x * _state.kernel(_dropout_mask, x.shape, p, x.data.dtype, x.device)
+
+
+def _dropout_mask(shape, p, dtype, device):
+    """Keep (scaled by 1 / (1 - p)) or drop each element, from ``mg.manual_seed``'s generator."""
     from .. import creation
 
-    keep = creation._rng.random(x.shape, dtype=np.float32) >= p
-    xp = _be.array_module(x.data)
-    mask = keep.astype(x.data.dtype)
+    keep = creation._rng.random(shape, dtype=np.float32) >= p
+    mask = keep.astype(dtype)
     mask *= 1.0 / (1.0 - p)
-    if xp is not np:
-        mask = _be.to_device(mask, _be.device_of(x.data))
-    return x * mask
+    return mask if device == "cpu" else _be.to_device(mask, device)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):

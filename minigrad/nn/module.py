@@ -8,6 +8,7 @@ from collections import OrderedDict, namedtuple
 
 import numpy as np
 
+from .. import _state
 from .. import backend as _be
 from ..errors import MinigradError
 from ..tensor import Tensor, get_default_dtype
@@ -89,6 +90,8 @@ class Module:
 
     def __setattr__(self, name, value):
         d = self.__dict__
+        if isinstance(value, (Parameter, Module)):
+            _state.refuse(f"changing a module's structure (setting {type(self).__name__}.{name})")
         if isinstance(value, Parameter):
             params, modules, buffers = self._registries()
             modules.pop(name, None)
@@ -251,6 +254,9 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients of every parameter (``.grad = None``, or zeros)."""
+        _state.kernel(self._zero_grad, set_to_none)  # a captured step (mg.compile) does it again
+
+    def _zero_grad(self, set_to_none):
         for p in self.parameters():
             if set_to_none or p.grad is None:
                 p.grad = None

@@ -271,6 +271,7 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
     """Write ``op(t, *others, **params)`` into ``t``'s storage, bump its version, and record the
     write where ``_plan`` says so; returns ``t``."""
     params = params or {}
+    _state.note_write(t)  # a captured step (mg.compile) refuses writes into its inputs
     # an operand sharing t's storage is read before the write: a (recorded) clone of it is saved
     others = tuple(o.clone() if isinstance(o, Tensor) and o._ver is t._ver else o for o in others)
     grad_others = tuple(o for o in others if isinstance(o, Tensor))

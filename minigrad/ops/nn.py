@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _state
+from .. import backend as _be
 from ..engine import apply
 from ..tensor import wrap
 
@@ -154,15 +156,19 @@ def _ce_backward_fwd(xp, g, x, target, reduction):
     return p
 
 
+def _onehot(x, target):
+    xp = _be.array_module(x)
+    onehot = xp.zeros(x.shape, dtype=x.dtype)
+    if x.shape[0]:
+        onehot[xp.arange(x.shape[0]), target] = 1
+    return onehot
+
+
 def _ce_backward_rule(ctx, gg, reduction):
     g, x, target = ctx.saved
     n = x.shape[0]
     p = x.softmax(1)
-    xp = x._xp()
-    onehot = xp.zeros(x.shape, dtype=x.dtype)  # a constant: the targets are integers
-    if n:
-        onehot[xp.arange(n), target.data] = 1
-    d = p - wrap(onehot)
+    d = p - wrap(_state.kernel(_onehot, x.data, target.data))  # a constant: the targets are integers
     if reduction == "mean":
         scale, gg_g = g / n, (gg * d).sum() / n
     elif reduction == "sum":

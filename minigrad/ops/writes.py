@@ -64,7 +64,11 @@ sub_ = _addsub(E.SUB, "sub_")
 
 
 def _zero_like(g):
-    return wrap(_be.array_module(g.data).zeros(g.shape, dtype=g.dtype))
+    return wrap(_state.kernel(_zeros_of, g.data))
+
+
+def _zeros_of(a):
+    return _be.array_module(a).zeros(a.shape, dtype=a.dtype)
 
 
 FLOOR_DIVIDE_ = defop("floor_divide_", lambda xp, x, y: x // y, lambda ctx, g: (_zero_like(g), None),

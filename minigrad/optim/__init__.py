@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _state
 from .. import autograd as _ag
 from .. import backend as _be
 from ..tensor import Tensor, wrap as _wrap
@@ -69,6 +70,9 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget every parameter's gradient (``.grad = None``)."""
+        _state.kernel(self._zero_grad, set_to_none)  # a captured step (mg.compile) does it again
+
+    def _zero_grad(self, set_to_none):
         for g in self.param_groups:
             for p in g["params"]:
                 if set_to_none or p.grad is None:
@@ -77,6 +81,15 @@ class Optimizer:
                     p.grad = _wrap(p.grad.data * 0)
 
     def step(self, closure=None):
+        """One update of every parameter that has a gradient; returns ``closure()``'s loss if given.
+
+        A captured step (mg.compile) calls the update again on each replay: it reads the
+        hyper-parameters (a scheduled ``lr``), the state and the gradients of that moment."""
+        loss = self._closure(closure)
+        _state.kernel(self._update)
+        return loss
+
+    def _update(self):
         raise NotImplementedError
 
     def _closure(self, closure):
@@ -192,9 +205,7 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
                                       weight_decay=weight_decay, maximize=maximize))
 
-    def step(self, closure=None):
-        """One update of every parameter that has a gradient; returns ``closure()``'s loss if given."""
-        loss = self._closure(closure)
+    def _update(self):
         with _ag.no_grad():
             for group in self.param_groups:
                 lr = group["lr"]
@@ -228,7 +239,6 @@ class SGD(Optimizer):
                         g = g + momentum * buf if group["nesterov"] else buf
                     d -= lr * g
                     p._ver[0] += 1
-        return loss
 
 
 class Adam(Optimizer):
@@ -248,9 +258,8 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize))
 
-    def step(self, closure=None):
+    def _update(self):
         """One Adam update of every parameter that has a gradient."""
-        loss = self._closure(closure)
         with _ag.no_grad():
             for group in self.param_groups:
                 lr = group["lr"]
@@ -303,7 +312,6 @@ class Adam(Optimizer):
                     denom += eps
                     d -= step_size * (m / denom)
                     p._ver[0] += 1
-        return loss
 
 
 class AdamW(Adam):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 
+from .. import _state
+
 __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "ExponentialLR", "LambdaLR"]
 
 
@@ -44,7 +46,11 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self) -> None:
-        """Advance one epoch and set the new learning rates."""
+        """Advance one epoch and set the new learning rates (again on each replay of a captured
+        step, mg.compile, that calls it)."""
+        _state.kernel(self._advance)
+
+    def _advance(self):
         self.last_epoch += 1
         for g, lr in zip(self.optimizer.param_groups, self.get_lr(), strict=True):
             g["lr"] = lr

@@ -376,5 +376,9 @@ def _hot(g: Graph, highlight) -> tuple[set, set]:
 
 
 def build(t, **kwargs) -> tuple:
-    """(name, graph_attr, node_attr, edge_attr, body lines): the pieces of the DOT text."""
+    """(name, graph_attr, node_attr, edge_attr, body lines): the pieces of the DOT text.
+    ``t`` may also be a compiled step's program (``step.tape()``, mg.compile), drawn as its steps."""
+    parts = getattr(t, "dot_parts", None)
+    if parts is not None and not hasattr(t, "_node"):
+        return parts(rankdir=kwargs.get("rankdir", "TB"), title=kwargs.get("title"))
     return Builder(t, **kwargs).build()
