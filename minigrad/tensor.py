@@ -60,6 +60,10 @@ def wrap(data):
     return t
 
 
+def _set_grad(t, g):
+    t._grad = g
+
+
 def _to_array(data, dtype=None, device=None, op="tensor"):
     """User data as a backend array: Python floats default to the default dtype."""
     if isinstance(data, Tensor):
@@ -230,7 +234,10 @@ class Tensor:
                 raise TypeError(f"grad: assigned grad has dtype {g.dtype} but the tensor has dtype {self.dtype}")
             if g.device != self.device:
                 raise ValueError(f"grad: assigned grad is on {g.device} but the tensor is on {self.device}")
-        self._grad = g
+        if _state.active:  # a captured step (mg.compile) assigns it again on each replay
+            _state.kernel(_set_grad, self, g)
+        else:
+            self._grad = g
 
     def _xp(self):
         """The array module of this tensor's data (numpy or cupy)."""
