@@ -190,18 +190,20 @@ def _is_array(v):
 def _signature(args, kwargs, flat):
     """The key a capture is valid for; appends each Tensor or array argument to ``flat``."""
     key = []
+    seen = {}  # id -> position in flat: step(x, x) and step(x, z) are different programs
     stack = [args, kwargs]
     while stack:
         v = stack.pop()
         if isinstance(v, Tensor):
             d = v.data
+            key.append(("T", d.shape, d.dtype, _be.device_of(d), v._rg, seen.setdefault(id(v), len(flat)),
+                        seen.setdefault(id(d), len(flat))))
             flat.append(v)
-            key.append(("T", d.shape, d.dtype, _be.device_of(d), v._rg))
         elif isinstance(v, _SCALARS) or isinstance(v, np.generic):
             key.append((type(v), v))
         elif _is_array(v):
+            key.append(("A", v.shape, v.dtype, _be.device_of(v), seen.setdefault(id(v), len(flat))))
             flat.append(v)
-            key.append(("A", v.shape, v.dtype, _be.device_of(v)))
         elif isinstance(v, (tuple, list)):
             key.append((type(v), len(v)))
             stack.extend(reversed(v))
