@@ -125,6 +125,8 @@ class Compiled:
         self._warned = False
 
     def __call__(self, *args, **kwargs):
+        if _state.active and _state.capture() is not None:
+            return self.fn(*args, **kwargs)  # inside another step's capture: it writes these ops down
         flat = []
         key = _signature(args, kwargs, flat)
         prog = self._programs.get(key)
