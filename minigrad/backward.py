@@ -288,6 +288,9 @@ def _add(a, b):
     return s if s.__class__ is _nd else _as_array(s)
 
 
+_add.ufunc = "add"  # what a replay (mg.compile) may call instead, when the sum is an array
+
+
 def _readonly(a):
     """A read-only view of a gradient array, so that one array shared by two gradients is
     never changed through the other (NumPy only: CuPy has no read-only flag)."""

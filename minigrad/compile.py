@@ -51,7 +51,7 @@ from .tensor import Tensor, wrap
 __all__ = ["compile", "Compiled", "CompileError"]
 
 _REG = re.compile(r"\b[ra]\d+\b")
-_NAME = re.compile(r"\b[raTIc]\d+\b")
+_NAME = re.compile(r"\b[raTIc]\d+\b")  # what a step reads, for pictures
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 _lock = threading.Lock()
 
@@ -274,10 +274,13 @@ class _Capture:
                 if isinstance(v, Tensor) or (_is_array(v) and id(v) in self.reg):
                     raise CompileError(f"mg.compile: internal error: op {op.name!r} takes an array "
                                        "computed in the step as a parameter, which a replay cannot update")
-        call = f"{self._global(op.forward, 'f')}({', '.join([self._global(xp, 'x')] + ins)}"
-        if params:
-            call += f", **{self._global(params, 'p')}"
-        call += ")"
+        if op.ufunc is not None and not params:  # the forward is xp.<ufunc>: call that directly
+            call = f"{self._global(getattr(xp, op.ufunc), 'u')}({', '.join(ins)})"
+        else:
+            call = f"{self._global(op.forward, 'f')}({', '.join([self._global(xp, 'x')] + ins)}"
+            if params:
+                call += f", **{self._global(params, 'p')}"
+            call += ")"
         if op.aux:
             main, aux = out
             main, conv = _array_of(main)
@@ -303,7 +306,11 @@ class _Capture:
             out = fn(*args)
         finally:
             self.paused -= 1
-        call = f"{self._global(fn, 'k')}({', '.join(ins)})"
+        uf = getattr(fn, "ufunc", None)  # a kernel that is xp.<ufunc> on arrays (a sum of gradients)
+        if uf is not None and out.__class__ is not np.generic and _is_array(out):
+            call = f"{self._global(getattr(_be.array_module(out), uf), 'u')}({', '.join(ins)})"
+        else:
+            call = f"{self._global(fn, 'k')}({', '.join(ins)})"
         what = getattr(fn, "__qualname__", getattr(fn, "__name__", "kernel"))
         self._emit(call, [(p, a, False) for p, a in _leaves(out)], ins, f"{what}({', '.join(ins)})")
         return out

@@ -57,14 +57,16 @@ class Op:
         samples: ``samples(rng) -> [Sample, ...]`` the inputs its tests use.
         info: ``info(**params) -> dict`` the attributes the tape and pictures show (axis...).
         torch: ``torch(torch_module, *args, **kwargs)`` the same computation in PyTorch.
+        ufunc: the name of the NumPy/CuPy function the forward amounts to (``"add"``:
+            ``forward(xp, x, y)`` is ``xp.add(x, y)``); a replay (``mg.compile``) calls it directly.
     """
 
     __slots__ = ("name", "forward", "rule", "save", "cross", "save_out", "aux", "broadcast", "view",
                  "kind", "samples", "torch", "n_out", "frontend", "method", "dunders", "export",
-                 "numpy", "inplace", "doc", "info")
+                 "numpy", "inplace", "doc", "info", "ufunc")
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
-                 broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1, info=None):
+                 broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1, info=None, ufunc=None):
         self.name = name
         self.forward = forward
         self.rule = rule
@@ -79,6 +81,7 @@ class Op:
         self.torch = torch
         self.n_out = n_out
         self.info = info       # info(**params) -> the attributes the tape and pictures show
+        self.ufunc = ufunc
         self.frontend = None   # the public function (set by ops.public)
         self.method = ()       # Tensor method names bound to the frontend
         self.dunders = ()      # operator names; a name starting "__r" gets the reflected call
@@ -147,8 +150,10 @@ class Node:
     def saved_bytes(self) -> int:
         n = sum(getattr(s.data if isinstance(s, Tensor) else s, "nbytes", 0) for s in self.saved)
         n += getattr(self._out, "nbytes", 0)
-        if self.aux:
-            n += sum(getattr(a, "nbytes", 0) for a in self.aux if a is not None)
+        aux = self.aux
+        if aux is not None:
+            n += sum(getattr(a, "nbytes", 0) for a in (aux if isinstance(aux, (tuple, list)) else (aux,))
+                     if a is not None)
         return int(n)
 
     @property

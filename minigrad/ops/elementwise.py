@@ -93,7 +93,7 @@ def _add_rule(ctx, g):
     return g, g
 
 
-ADD = defop("add", lambda xp, x, y: x + y, _add_rule, broadcast=True, kind="elementwise",
+ADD = defop("add", lambda xp, x, y: x + y, _add_rule, broadcast=True, ufunc="add", kind="elementwise",
             samples=_binary_samples, torch=lambda th, x, y: x + y)
 
 
@@ -107,7 +107,7 @@ def _sub_rule(ctx, g):
     return g, (-g if ctx.parents[1] is not None else None)
 
 
-SUB = defop("sub", lambda xp, x, y: x - y, _sub_rule, broadcast=True, kind="elementwise",
+SUB = defop("sub", lambda xp, x, y: x - y, _sub_rule, broadcast=True, ufunc="subtract", kind="elementwise",
             samples=_binary_samples, torch=lambda th, x, y: x - y)
 
 
@@ -125,7 +125,7 @@ def _mul_rule(ctx, g):
 
 
 MUL = defop("mul", lambda xp, x, y: x * y, _mul_rule, save=(0, 1), cross=True, broadcast=True,
-            kind="elementwise", samples=_binary_samples, torch=lambda th, x, y: x * y)
+            ufunc="multiply", kind="elementwise", samples=_binary_samples, torch=lambda th, x, y: x * y)
 
 
 @public(MUL, method="mul", dunders=("__mul__", "__rmul__"), numpy=(np.multiply,), inplace=("mul_", "__imul__"))
@@ -140,7 +140,7 @@ def _div_rule(ctx, g):
     return gx, (-gx * x / y if ctx.parents[1] is not None else None)
 
 
-DIV = defop("div", lambda xp, x, y: x / y, _div_rule, save=(0, 1), broadcast=True, kind="elementwise",
+DIV = defop("div", lambda xp, x, y: x / y, _div_rule, save=(0, 1), broadcast=True, ufunc="divide", kind="elementwise",
             samples=lambda rng: _binary_samples(rng, low=0.5), torch=lambda th, x, y: x / y)
 
 
@@ -209,7 +209,7 @@ def mod(x, y):
     return apply(MOD, x, y)
 
 
-NEG = defop("neg", lambda xp, x: -x, lambda ctx, g: (-g,), kind="elementwise",
+NEG = defop("neg", lambda xp, x: -x, lambda ctx, g: (-g,), kind="elementwise", ufunc="negative",
             samples=_unary_samples(), torch=lambda th, x: -x)
 
 
@@ -223,9 +223,11 @@ def neg(x):
 
 
 def _unary(name, forward, rule, samples, torch_name=None, numpy=(), save=(), save_out=False, method=None):
-    """Define, register and give a public face to a one-input math op (``mg.exp``, ``t.exp()``)."""
+    """Define, register and give a public face to a one-input math op (``mg.exp``, ``t.exp()``).
+    A forward that is ``xp.<name>`` is named so (``Op.ufunc``): a replay calls it directly."""
+    ufunc = name if numpy and numpy[0] is getattr(np, name, None) else None
     op = defop(name, forward, rule, save=save, save_out=save_out, kind="elementwise", samples=samples,
-               torch=lambda th, x: getattr(th, torch_name or name)(x))
+               torch=lambda th, x: getattr(th, torch_name or name)(x), ufunc=ufunc)
 
     def fn(x):
         return apply(op, x)

@@ -119,32 +119,37 @@ long = _cast("long", np.int64)
 
 
 def _ce_fwd(xp, x, target, reduction):
-    """Per-row ``logsumexp(x) - x[target]``, reduced; stable for logits of any size."""
+    """Per-row ``logsumexp(x) - x[target]``, reduced; stable for logits of any size. Also
+    returns ``softmax(x)`` (aux), which backward needs and the forward has all but made."""
     n = x.shape[0]
     s = shift_by_max(x, (1,)) if n else x - x  # a fresh array: written in place below
     picked = s[xp.arange(n), target]
     xp.exp(s, out=s)
-    loss = xp.log(s.sum(axis=1))
+    sums = s.sum(axis=1, keepdims=True)
+    loss = xp.log(sums[:, 0])
     loss -= picked
-    return _reduce_rows(xp, loss, reduction, x.dtype)
+    s /= sums  # softmax(x)
+    return _reduce_rows(xp, loss, reduction, x.dtype), s
 
 
 def _ce_rule(ctx, g, reduction):
     x, target = ctx.saved
-    return apply(CE_BACKWARD, g, x, target, reduction=reduction), None
+    return apply(CE_BACKWARD, g, x, target, wrap(ctx.aux), reduction=reduction), None
 
 
-CROSS_ENTROPY = defop("cross_entropy", _ce_fwd, _ce_rule, save=(0, 1), kind="reduce",
+CROSS_ENTROPY = defop("cross_entropy", _ce_fwd, _ce_rule, save=(0, 1), aux=True, kind="reduce",
                       info=lambda reduction: {"reduction": reduction},
                       torch=lambda th, x, t, reduction: th.nn.functional.cross_entropy(x, t, reduction=reduction),
                       samples=lambda rng: [Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction=r)
                                            for r in ("mean", "sum", "none")])
 
 
-def _ce_backward_fwd(xp, g, x, target, reduction):
-    """``(softmax(x) - onehot(target)) * g`` (``g / n`` for a mean, ``g`` per row for 'none')."""
+def _ce_backward_fwd(xp, g, x, target, probs=None, *, reduction):
+    """``(softmax(x) - onehot(target)) * g`` (``g / n`` for a mean, ``g`` per row for 'none').
+    ``probs``: softmax(x) as cross_entropy's forward made it (a cache that needs no gradient of
+    its own: the rule differentiates through ``x``); computed here when not given."""
     n = x.shape[0]
-    p = softmax_forward(xp, x, (1,))  # a fresh array
+    p = softmax_forward(xp, x, (1,)) if probs is None else probs.copy()  # a fresh array
     if n:
         p[xp.arange(n), target] -= 1
     if reduction == "mean":
@@ -176,7 +181,7 @@ def _ce_backward_rule(ctx, gg, reduction):
     else:
         scale, gg_g = g.reshape(n, 1), (gg * d).sum(axis=1)
     gg_x = scale * p * (gg - (gg * p).sum(axis=1, keepdims=True))
-    return gg_g, gg_x, None
+    return gg_g, gg_x, None, None
 
 
 CE_BACKWARD = defop("cross_entropy_backward", _ce_backward_fwd, _ce_backward_rule, save=(0, 1, 2), kind="other",
