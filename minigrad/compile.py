@@ -36,6 +36,7 @@ import functools
 import math
 import re
 import threading
+import types
 import warnings
 
 import numpy as np
@@ -147,6 +148,10 @@ class Compiled:
             self.stats.eager += 1
             return self.fn(*args, **kwargs)
         return self._capture(key, args, kwargs, flat)
+
+    def __get__(self, obj, objtype=None):
+        """``@mg.compile`` on a method: ``model.step(x)`` passes the instance (one program per instance)."""
+        return self if obj is None else types.MethodType(self, obj)
 
     def _capture(self, key, args, kwargs, flat):
         cap = _Capture(flat, self.fallback)

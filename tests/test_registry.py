@@ -119,3 +119,22 @@ def test_a_new_elementwise_op_is_one_definition():
     np.testing.assert_allclose(y.detach().numpy(), np.log1p([1e-10, 0.5]))
     np.testing.assert_allclose(x.grad.numpy(), 1 / (1 + np.array([1e-10, 0.5])))
     assert REG["log1p"].export == "log1p" and "log1p" in REG["log1p"].method
+
+
+UFUNC = sorted(name for name, op in REG.items() if getattr(op, "ufunc", None))
+
+
+@pytest.mark.parametrize("name", UFUNC)
+def test_an_ops_ufunc_is_its_forward(name):
+    """``Op.ufunc`` says the forward is ``xp.<ufunc>``: a replay (mg.compile) calls that instead,
+    so the two must give the same bits, on every sample, in float32 and float64."""
+    op = REG[name]
+    xp = mg.backend.xp_for(mg.get_default_device())
+    for sample in op.samples(np.random.default_rng(0)):
+        for dt in (np.float32, np.float64):
+            args = [mg.backend.to_device(a.astype(dt), mg.get_default_device()) if isinstance(a, np.ndarray) else a
+                    for a in sample.args]
+            want = op.forward(xp, *args, **sample.kwargs)
+            got = getattr(xp, op.ufunc)(*args, **sample.kwargs)
+            assert type(got) is type(want) and got.dtype == want.dtype
+            assert mg.backend.to_numpy(got).tobytes() == mg.backend.to_numpy(want).tobytes()
