@@ -137,6 +137,8 @@ class Tensor:
         self._node = None
         self._oidx = 0
         self._ver = [0]
+        if _state.active:  # made in a captured step, not a live tensor
+            _state.born(self)
         if requires_grad:
             self.requires_grad = True
 
