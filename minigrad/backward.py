@@ -16,7 +16,7 @@ import numpy as np
 from . import _state
 from . import backend as _be
 from .engine import Node, _as_array, edge
-from .tensor import Tensor, wrap
+from .tensor import Tensor, _set_grad, wrap
 
 _get_mode = _state.get
 _perf = time.perf_counter
@@ -253,7 +253,11 @@ def _call_hooks(hooks, g):
 
 def _accumulate_leaf(leaf, g, graph):
     if graph:
-        leaf._grad = g if leaf._grad is None else leaf._grad + g
+        g = g if leaf._grad is None else leaf._grad + g
+        if _state.active:  # a captured step (mg.compile) sets it again on each replay
+            _state.kernel(_set_grad, leaf, g)
+        else:
+            leaf._grad = g
         return
     _state.kernel(_into_grad, leaf, g.data)
 

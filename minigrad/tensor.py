@@ -109,6 +109,10 @@ def _tensors_to_lists(data):
     return data
 
 
+def _set_grad(t, g):
+    t._grad = g
+
+
 class Tensor:
     """An n-dimensional array that records the operations applied to it.
 
@@ -232,7 +236,10 @@ class Tensor:
                 raise TypeError(f"grad: assigned grad has dtype {g.dtype} but the tensor has dtype {self.dtype}")
             if g.device != self.device:
                 raise ValueError(f"grad: assigned grad is on {g.device} but the tensor is on {self.device}")
-        self._grad = g
+        if _state.active:  # a captured step (mg.compile) sets it again on each replay
+            _state.kernel(_set_grad, self, g)
+        else:
+            self._grad = g
 
     def _xp(self):
         """The array module of this tensor's data (numpy or cupy)."""
