@@ -113,6 +113,10 @@ def _set_grad(t, g):
     t._grad = g
 
 
+def _data_of(t):
+    return t.data
+
+
 class Tensor:
     """An n-dimensional array that records the operations applied to it.
 
@@ -340,7 +344,8 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """The same data, cut from the graph (shares memory and version counter)."""
-        t = wrap(self.data)
+        # a captured step (mg.compile) reads the data again on each replay (a parameter's: live)
+        t = wrap(_state.kernel(_data_of, self) if _state.active else self.data)
         t._ver = self._ver
         t._base = self if self._base is None else self._base
         return t
