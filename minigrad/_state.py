@@ -120,7 +120,8 @@ def note_write(t) -> None:
 
 
 def born(t) -> None:
-    """A Tensor was made outside ``apply`` (``wrap``) while this thread may be capturing."""
+    """A Tensor was made (an op's output, ``wrap``, ``Tensor(...)``) while this thread may be
+    capturing: a capture reads it from the array it was made with, never as a live tensor."""
     c = capture()
     if c is not None:
         c.born(t)

@@ -16,7 +16,7 @@ import numpy as np
 from . import _state
 from . import backend as _be
 from .engine import Node, _as_array, edge
-from .tensor import Tensor, wrap
+from .tensor import Tensor, _set_grad, wrap
 
 _get_mode = _state.get
 _perf = time.perf_counter
@@ -253,14 +253,18 @@ def _call_hooks(hooks, g):
 
 def _accumulate_leaf(leaf, g, graph):
     if graph:
-        leaf._grad = g if leaf._grad is None else leaf._grad + g
+        g = g if leaf._grad is None else leaf._grad + g
+        if _state.active:  # a captured step (mg.compile) sets it again on each replay
+            _state.kernel(_set_grad, leaf, g)
+        else:
+            leaf._grad = g
         return
     _state.kernel(_into_grad, leaf, g.data)
 
 
 def _into_grad(leaf, g):
     """``leaf.grad += g`` (first order): a new read-only array, never a write into the old one.
-    Returns the array ``.grad`` now holds (a capture knows it again when a later op reads it)."""
+    Returns the new ``.grad`` (a capture knows it, and its array, again when later steps read them)."""
     cur = leaf._grad
     if cur is None:
         total = g
@@ -271,7 +275,7 @@ def _into_grad(leaf, g):
                 "it was replaced by one of another shape, so the new gradient cannot be added to it")
         total = _as_array(cur.data + g)
     leaf._grad = t = wrap(_readonly(total))
-    return t.data
+    return t
 
 
 def _ones_like(d):

@@ -242,6 +242,7 @@ class _Capture:
         self._born = set()   # ids of Tensors made during the call (their arrays must be known)
         self.inputs = []
         self.input_tensors = {}  # id(argument Tensor) -> its number
+        self.treg = {}       # id(Tensor a kernel made, such as a .grad) -> its register
         self.input_vers = {}  # id(version cell) -> argument number
         self.n = 0
         for k, t in enumerate(flat):
@@ -370,7 +371,11 @@ class _Capture:
         if r is not None:
             return r
         if isinstance(a, Tensor):
+            if id(a) in self.treg:
+                return self.treg[id(a)] + ".data"
             if id(a) in self._born:
+                if id(d) in self.names:  # a tensor the engine wrapped around a constant (an index)
+                    return self.names[id(d)]
                 raise CompileError(
                     f"mg.compile: internal error: an operand of {where!r} is a tensor made during the step "
                     "from an array the capture did not see being made; please report it")
@@ -379,10 +384,12 @@ class _Capture:
 
     def _kernel_arg(self, a):
         if isinstance(a, Tensor):
+            if id(a) in self.treg:
+                return self.treg[id(a)]
             if id(a) in self.input_tensors:
                 return f"I{self.input_tensors[id(a)]}"
             if id(a) in self._born:
-                r = self.reg.get(id(a.data))
+                r = self.reg.get(id(a.data)) or self.names.get(id(a.data))
                 if r is None:
                     raise CompileError("mg.compile: internal error: a kernel reads a tensor made during "
                                        "the step from an array the capture did not see being made")
@@ -401,7 +408,10 @@ class _Capture:
         for path, arr, conv in leaves:
             r = f"r{self.n}"
             self.n += 1
-            self.reg[id(arr)] = r
+            if isinstance(arr, Tensor):  # a kernel made this tensor (a .grad): later kernels get it
+                self.treg[id(arr)] = r
+            else:
+                self.reg[id(arr)] = r
             self.hold.append(arr)
             regs.append((path, r, conv))
         self.code.append((call, regs, sorted({r for i in ins for r in _REG.findall(i)}), text))
@@ -415,7 +425,9 @@ class _Capture:
         if isinstance(v, Tensor):
             if id(v) in self.input_tensors:
                 return f"I{self.input_tensors[id(v)]}", []
-            r = self.reg.get(id(v.data))
+            if id(v) in self.treg:
+                return self.treg[id(v)], [self.treg[id(v)]]
+            r = self.reg.get(id(v.data)) or self.names.get(id(v.data))
             if r is not None:
                 return f"W({r})", [r]
             if id(v) in self._born:
@@ -451,6 +463,8 @@ def _leaves(out, path=()):
         return []
     if isinstance(out, tuple):
         return [leaf for i, o in enumerate(out) for leaf in _leaves(o, path + (i,))]
+    if isinstance(out, Tensor):  # the tensor, and its array as it is now
+        return [(path, out), (path + ("data",), out.data)]
     if _is_array(out) or isinstance(out, np.generic):
         return [(path, out)]
     return []
@@ -494,7 +508,7 @@ class _Program:
             else:
                 lines.append(f"    t = {call}")
                 for p, r, conv in used:
-                    e = "t" + "".join(f"[{k}]" for k in p)
+                    e = "t" + "".join(f".{k}" if isinstance(k, str) else f"[{k}]" for k in p)
                     lines.append(f"    {r} = {'AS(' + e + ')' if conv else e}")
                 lines.append("    del t")
             dead = sorted({r for r in reads if last.get(r) == i and r not in keep})

@@ -170,11 +170,14 @@ def tensor(data, dtype=None, requires_grad=False, device=None) -> Tensor:
     >>> mg.tensor([[1.0, 2.0]], requires_grad=True).shape
     (1, 2)
     """
-    if isinstance(data, Tensor):
-        data = data.data
-    if hasattr(data, "copy") and hasattr(data, "shape") and not isinstance(data, np.generic):
-        data = data.copy()
+    if isinstance(data, Tensor) or (hasattr(data, "copy") and hasattr(data, "shape") and not isinstance(data, np.generic)):
+        data = _state.kernel(_copy, data)  # a captured step (mg.compile) copies again on each replay
     return Tensor(data, dtype=dtype, requires_grad=requires_grad, device=device)
+
+
+def _copy(data):
+    """A copy of an array, or of a Tensor's array (read when called: a parameter's current one)."""
+    return (data.data if isinstance(data, Tensor) else data).copy()
 
 
 def from_numpy(a, requires_grad=False) -> Tensor:

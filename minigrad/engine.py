@@ -291,6 +291,8 @@ def apply(op: Op, *args, **params):
         r._rg = True
         if op.view:
             n.view_ver = r._ver[0]
+    if mode.observers and _state.active:  # a capture (mg.compile): an output made in the step, not a live tensor
+        _state.born(r)
     return r
 
 

@@ -60,10 +60,6 @@ def wrap(data):
     return t
 
 
-def _set_grad(t, g):
-    t._grad = g
-
-
 def _to_array(data, dtype=None, device=None, op="tensor"):
     """User data as a backend array: Python floats default to the default dtype."""
     if isinstance(data, Tensor):
@@ -113,6 +109,14 @@ def _tensors_to_lists(data):
     return data
 
 
+def _set_grad(t, g):
+    t._grad = g
+
+
+def _data_of(t):
+    return t.data
+
+
 class Tensor:
     """An n-dimensional array that records the operations applied to it.
 
@@ -141,6 +145,8 @@ class Tensor:
         self._node = None
         self._oidx = 0
         self._ver = [0]
+        if _state.active:  # made in a captured step, not a live tensor
+            _state.born(self)
         if requires_grad:
             self.requires_grad = True
 
@@ -338,7 +344,8 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         """The same data, cut from the graph (shares memory and version counter)."""
-        t = wrap(self.data)
+        # a captured step (mg.compile) reads the data again on each replay (a parameter's: live)
+        t = wrap(_state.kernel(_data_of, self) if _state.active else self.data)
         t._ver = self._ver
         t._base = self if self._base is None else self._base
         return t

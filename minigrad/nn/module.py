@@ -383,7 +383,7 @@ class Module:
                         g = _be.to_device(g, dev)
                     if dt is not None and g.dtype != dt:
                         g = g.astype(dt)
-                    t.grad = Tensor(g)
+                    t.grad = Tensor(g, device=_be.device_of(g))  # not the default device: the parameter's
         return self
 
     def cpu(self):

@@ -15,6 +15,7 @@ import numbers
 
 import numpy as np
 
+from .. import _state
 from .. import backend as _be
 from .. import strided as _strided
 from ..tensor import Tensor
@@ -47,32 +48,46 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     xpad = _pad(x, widths, -math.inf)
     # which element of each window is the (first) maximum: found without recording
     v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation).data
-    xp = _be.array_module(v)
-    lead = v.shape[:x.ndim]
-    k = int(np.prod(ks))
-    first = v.reshape(lead + (k,)).argmax(axis=-1)            # (..., out...) flat index in the window
-    index = []
-    for ax in range(x.ndim):
-        if ax < x.ndim - nd:
-            shape = [1] * x.ndim
-            shape[ax] = lead[ax]
-            index.append(xp.arange(lead[ax]).reshape(shape))
-        else:
-            j = ax - (x.ndim - nd)
-            inner = int(np.prod(ks[j + 1:]))
-            kj = (first // inner) % ks[j]                      # this dim's offset inside the window
-            shape = [1] * x.ndim
-            shape[ax] = lead[ax]
-            index.append(xp.arange(lead[ax]).reshape(shape) * stride[j] + kj * dilation[j])
-    out = xpad[tuple(index)]                                   # the gradient reaches that one element
+    # a captured step (mg.compile) finds the maxima again on each replay
+    index = _state.kernel(_window_argmax, v, nd, ks, stride, dilation)
+    out = xpad[index]                                          # the gradient reaches that one element
     if not return_indices:
         return out
     # PyTorch's indices: flat positions in the unpadded input's spatial dims
-    flat = xp.zeros(out.shape, dtype=np.int64)
+    return out, Tensor(_state.kernel(_flat_positions, x.shape, nd, pads, *index), device=x.device)
+
+
+def _window_argmax(v, nd, ks, stride, dilation):
+    """The index (one array per dim of the input) of the (first) maximum of each window of ``v``."""
+    xp = _be.array_module(v)
+    ndim = v.ndim - nd
+    lead = v.shape[:ndim]
+    k = int(np.prod(ks))
+    first = v.reshape(lead + (k,)).argmax(axis=-1)            # (..., out...) flat index in the window
+    index = []
+    for ax in range(ndim):
+        if ax < ndim - nd:
+            shape = [1] * ndim
+            shape[ax] = lead[ax]
+            index.append(xp.arange(lead[ax]).reshape(shape))
+        else:
+            j = ax - (ndim - nd)
+            inner = int(np.prod(ks[j + 1:]))
+            kj = (first // inner) % ks[j]                      # this dim's offset inside the window
+            shape = [1] * ndim
+            shape[ax] = lead[ax]
+            index.append(xp.arange(lead[ax]).reshape(shape) * stride[j] + kj * dilation[j])
+    return tuple(index)
+
+
+def _flat_positions(xshape, nd, pads, *index):
+    xp = _be.array_module(index[-1])
+    flat = xp.zeros(index[-1].shape, dtype=np.int64)
+    ndim = len(xshape)
     for j in range(nd):
-        ax = x.ndim - nd + j
-        flat = flat * x.shape[ax] + (index[ax] - pads[j])
-    return out, Tensor(flat, device=x.device)
+        ax = ndim - nd + j
+        flat = flat * xshape[ax] + (index[ax] - pads[j])
+    return flat
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,

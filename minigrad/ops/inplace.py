@@ -149,7 +149,9 @@ def _prepare_storage(t, op):
     d = t.data
     if t._base is None:
         if _readonly(d) or _overlapping(d):
-            t.data = d.copy()  # a .grad (read-only) or a wrapped broadcast array: write a private copy
+            # a .grad (read-only) or a wrapped broadcast array: write a private copy (again on each
+            # replay of a captured step, mg.compile)
+            _state.kernel(_own_copy, t)
         return
     if _overlapping(d):
         raise RuntimeError(
@@ -162,6 +164,11 @@ def _prepare_storage(t, op):
             f"{op}: this tensor (shape {t.shape}) is a view of read-only memory (a view of a .grad, or of a "
             "read-only NumPy array) and cannot be written in place. Write into a .clone() instead"
         )
+
+
+def _own_copy(t):
+    t.data = d = t.data.copy()
+    return d
 
 
 def _check_result(t, r, op):
@@ -313,9 +320,13 @@ def _store(t, r, name, check):
     if check:
         _check_result(t, r.data, name)
     if r.data is not t.data:
-        t.data[...] = r.data
+        _state.kernel(_assign, t, r.data)  # a captured step (mg.compile) writes again on each replay
     t._ver[0] += 1
     return t
+
+
+def _assign(t, value):
+    t.data[...] = value
 
 
 def _copy_slices_rule(ctx, g, inplace=False):
