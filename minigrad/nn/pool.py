@@ -15,6 +15,7 @@ import numbers
 
 import numpy as np
 
+from .. import _state
 from .. import backend as _be
 from .. import strided as _strided
 from ..tensor import Tensor
@@ -45,34 +46,44 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     spatial = tuple(range(x.ndim - nd, x.ndim))
     widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
     xpad = _pad(x, widths, -math.inf)
-    # which element of each window is the (first) maximum: found without recording
+    # which element of each window is the (first) maximum: found without recording, in a kernel
+    # (mg.compile calls it again on each replay, where the maxima are those of that moment's x)
     v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation).data
+    index, flat = _state.kernel(_window_argmax, v, x.shape, nd, ks, stride, dilation,
+                                pads if return_indices else None)
+    out = xpad[index]                                          # the gradient reaches that one element
+    if not return_indices:
+        return out
+    return out, Tensor(flat, device=x.device)
+
+
+def _window_argmax(v, shape, nd, ks, stride, dilation, pads):
+    """The index (one array per dim of ``shape``) of each window's first maximum in the padded
+    input, from the windows ``v``; with ``pads``, also PyTorch's flat indices into the unpadded
+    spatial dims (else None)."""
+    ndim = len(shape)
     xp = _be.array_module(v)
-    lead = v.shape[:x.ndim]
+    lead = v.shape[:ndim]
     k = int(np.prod(ks))
     first = v.reshape(lead + (k,)).argmax(axis=-1)            # (..., out...) flat index in the window
     index = []
-    for ax in range(x.ndim):
-        if ax < x.ndim - nd:
-            shape = [1] * x.ndim
-            shape[ax] = lead[ax]
-            index.append(xp.arange(lead[ax]).reshape(shape))
+    for ax in range(ndim):
+        dims = [1] * ndim
+        dims[ax] = lead[ax]
+        if ax < ndim - nd:
+            index.append(xp.arange(lead[ax]).reshape(dims))
         else:
-            j = ax - (x.ndim - nd)
+            j = ax - (ndim - nd)
             inner = int(np.prod(ks[j + 1:]))
             kj = (first // inner) % ks[j]                      # this dim's offset inside the window
-            shape = [1] * x.ndim
-            shape[ax] = lead[ax]
-            index.append(xp.arange(lead[ax]).reshape(shape) * stride[j] + kj * dilation[j])
-    out = xpad[tuple(index)]                                   # the gradient reaches that one element
-    if not return_indices:
-        return out
-    # PyTorch's indices: flat positions in the unpadded input's spatial dims
-    flat = xp.zeros(out.shape, dtype=np.int64)
+            index.append(xp.arange(lead[ax]).reshape(dims) * stride[j] + kj * dilation[j])
+    if pads is None:
+        return tuple(index), None
+    flat = xp.zeros(first.shape, dtype=np.int64)
     for j in range(nd):
-        ax = x.ndim - nd + j
-        flat = flat * x.shape[ax] + (index[ax] - pads[j])
-    return out, Tensor(flat, device=x.device)
+        ax = ndim - nd + j
+        flat = flat * shape[ax] + (index[ax] - pads[j])
+    return tuple(index), flat
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
