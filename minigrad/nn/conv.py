@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from .. import _state
 from .. import autograd as _ag
 from .. import backend as _be
 from .. import strided as _strided
@@ -67,18 +68,20 @@ class _Pad(_ag.Function):
 
     @staticmethod
     def forward(ctx, x, widths, value):
-        xd = x.data
-        xp = _be.array_module(xd)
-        shape = tuple(n + lo + hi for n, (lo, hi) in zip(xd.shape, widths, strict=True))
-        out = xp.full(shape, value, dtype=xd.dtype)
-        inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(xd.shape, widths, strict=True))
-        out[inner] = xd
-        ctx.inner = inner
-        return Tensor(out, device=x.device)
+        ctx.inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths, strict=True))
+        # a kernel: mg.compile pads again on each replay (not the array the capture made)
+        return Tensor(_state.kernel(_padded, x.data, widths, value, ctx.inner), device=x.device)
 
     @staticmethod
     def backward(ctx, g):
         return g[ctx.inner], None, None
+
+
+def _padded(xd, widths, value, inner):
+    xp = _be.array_module(xd)
+    out = xp.full(tuple(n + lo + hi for n, (lo, hi) in zip(xd.shape, widths, strict=True)), value, dtype=xd.dtype)
+    out[inner] = xd
+    return out
 
 
 def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyTorch's name
