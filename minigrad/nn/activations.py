@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import _state
 from .. import autograd as _ag
 from .. import backend as _be
 from ..tensor import Tensor
@@ -89,13 +90,18 @@ def _erfc_cody(x):
     return out.astype(x.dtype, copy=False)
 
 
+def _normal_cdf_array(xd):
+    return 0.5 * _erfc_array(xd * -(1.0 / math.sqrt(2.0)))
+
+
 class _NormalCDF(_ag.Function):
     """Phi(x) = erfc(-x / sqrt 2) / 2; its gradient exp(-x^2 / 2) / sqrt(2 pi) is made of recorded ops."""
 
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return Tensor(0.5 * _erfc_array(x.data * -(1.0 / math.sqrt(2.0))), device=x.device)
+        # a kernel: mg.compile computes it again on each replay (not the array the capture made)
+        return Tensor(_state.kernel(_normal_cdf_array, x.data), device=x.device)
 
     @staticmethod
     def backward(ctx, g):
