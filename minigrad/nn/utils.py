@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from .. import _state
 from .. import autograd as _ag
 from ..tensor import Tensor
 
@@ -71,17 +72,25 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
             total = _sum([g.abs().sum() for g in grads])
         else:
             total = _sum([(g.abs() ** norm_type).sum() for g in grads]) ** (1.0 / norm_type)
-        value = float(total.item())
-        if error_if_nonfinite and not math.isfinite(value):
-            raise RuntimeError(
-                f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {value}, so they "
-                "cannot be clipped; pass error_if_nonfinite=False to clip anyway"
-            )
-        coef = max_norm / (value + 1e-6)
-        if coef < 1.0 or math.isnan(coef):
-            for g in grads:
-                g.mul_(coef)
+        # a kernel: a compiled step (mg.compile) decides again on each replay, with that norm
+        _state.kernel(_clip, ps, total.data, max_norm, norm_type, error_if_nonfinite)
     return total
+
+
+def _clip(ps, total, max_norm, norm_type, error_if_nonfinite):
+    """Scale the gradients of ``ps`` by ``max_norm / (total + 1e-6)`` when that is below 1
+    (``total``: the norm's array; ``ps``: the parameters, whose ``.grad`` is read now)."""
+    value = float(total.item())
+    if error_if_nonfinite and not math.isfinite(value):
+        raise RuntimeError(
+            f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {value}, so they "
+            "cannot be clipped; pass error_if_nonfinite=False to clip anyway"
+        )
+    coef = max_norm / (value + 1e-6)
+    if coef < 1.0 or math.isnan(coef):
+        with _ag.no_grad():
+            for g in _dense_grads(ps, "clip_grad_norm_"):
+                g.mul_(coef)
 
 
 def _sum(ts):
