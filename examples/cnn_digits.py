@@ -186,7 +186,8 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
     ap.add_argument("--no-plot", action="store_true", help="skip the matplotlib pictures")
+    ap.add_argument("--out-dir", default=None, help="where the pictures and the graph go (default: examples/out)")
     ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
     main(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, seed=a.seed, threads=a.threads or None,
-         plot=not a.no_plot, compile=a.compile)
+         plot=not a.no_plot, out_dir=a.out_dir, compile=a.compile)
