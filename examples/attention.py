@@ -125,9 +125,10 @@ def plot_attention(model, x, path: Path, title: str) -> Path | None:
 
 def main(steps: int = 600, task: str = "reverse", length: int = 8, vocab: int = 10, batch_size: int = 64,
          lr: float = 1e-2, seed: int = 0, out_dir: Path | str | None = None, plot: bool = True,
-         log_every: int = 100, threads: int | None = 1) -> dict:
-    """Train and evaluate; returns {"token_accuracy", "sequence_accuracy", "losses", "figure"}.
-    ``threads``: BLAS threads while training (see ``blas_threads``)."""
+         log_every: int = 100, threads: int | None = 1, compile: bool = False) -> dict:  # noqa: A002
+    """Train and evaluate; returns {"token_accuracy", "sequence_accuracy", "losses", "figure", "model",
+    "optimizer", "compile_stats"}. ``threads``: BLAS threads while training (see ``blas_threads``);
+    ``compile``: capture the training step with ``mg.compile``."""
     out_dir = OUT if out_dir is None else Path(out_dir)
     rng = np.random.default_rng(seed)
     mg.manual_seed(seed)
@@ -138,18 +139,24 @@ def main(steps: int = 600, task: str = "reverse", length: int = 8, vocab: int = 
     print(model)
     opt = mg.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
     sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps, eta_min=lr / 20)
+
+    def train_step(x, y):  # the batch comes in as arguments: a compiled step replays on what it is given
+        opt.zero_grad()
+        logits = model(x)
+        loss = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss
+
+    train_step = mg.compile(train_step) if compile else train_step
     losses = []
     t0 = time.perf_counter()
     with blas_threads(threads):
         for step in range(1, steps + 1):
             x, y = batch(rng, batch_size, length, vocab, task)
-            opt.zero_grad()
-            logits = model(x)
-            loss = F.cross_entropy(logits.reshape(-1, vocab), y.reshape(-1))
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
+            loss = train_step(mg.tensor(x), mg.tensor(y))
+            losses.append(loss.item())  # outside the step: a compiled step cannot read values
             if step % log_every == 0 or step == steps:
                 print(f"step {step:5d}  loss {np.mean(losses[-log_every:]):.4f}")
     dt = time.perf_counter() - t0
@@ -162,7 +169,8 @@ def main(steps: int = 600, task: str = "reverse", length: int = 8, vocab: int = 
     if fig:
         print(f"attention pattern: {fig}")
     print(f"token accuracy {tok_acc:.2%}, whole-sequence accuracy: {seq_acc:.2%}")
-    return {"token_accuracy": tok_acc, "sequence_accuracy": seq_acc, "losses": losses, "figure": fig}
+    return {"token_accuracy": tok_acc, "sequence_accuracy": seq_acc, "losses": losses, "figure": fig,
+            "model": model, "optimizer": opt, "compile_stats": train_step.stats if compile else None}
 
 
 if __name__ == "__main__":
@@ -174,5 +182,7 @@ if __name__ == "__main__":
     ap.add_argument("--lr", type=float, default=1e-2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
+    ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
-    main(steps=a.steps, task=a.task, length=a.length, vocab=a.vocab, lr=a.lr, seed=a.seed, threads=a.threads or None)
+    main(steps=a.steps, task=a.task, length=a.length, vocab=a.vocab, lr=a.lr, seed=a.seed, threads=a.threads or None,
+         compile=a.compile)

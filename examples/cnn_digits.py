@@ -65,34 +65,41 @@ def accuracy(model, X, y, batch: int = 512) -> float:
 
 
 def train(model, Xtr, ytr, epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, seed: int = 0,
-          steps: int | None = None, log=print):
-    """Minibatch AdamW; returns (the loss of every step, the last step's loss Tensor)."""
+          steps: int | None = None, compile: bool = False, log=print):  # noqa: A002
+    """Minibatch AdamW; returns (the loss of every step, the last step's loss Tensor, the optimizer,
+    the step function). ``compile``: capture the step with ``mg.compile`` (docs/compile.md)."""
     opt = mg.optim.AdamW(model.parameters(), lr=lr, weight_decay=1e-4)
     n = len(ytr)
     per_epoch = (n + batch_size - 1) // batch_size
     total = per_epoch * epochs if steps is None else min(steps, per_epoch * epochs)
     sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(total, 1))
+
+    def train_step(x, y):  # the batch comes in as arguments: a compiled step replays on what it is given
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss
+
+    train_step = mg.compile(train_step) if compile else train_step
     rng = np.random.default_rng(seed)
-    x_all = mg.tensor(Xtr)
+    x_all, y_all = mg.tensor(Xtr), mg.tensor(ytr)
     losses, loss = [], None
     t0 = time.perf_counter()
     for epoch in range(epochs):
         order = rng.permutation(n)
         for i in range(0, n, batch_size):
             idx = order[i:i + batch_size]
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x_all[idx]), ytr[idx])
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
+            loss = train_step(x_all[idx], y_all[idx])
+            losses.append(loss.item())  # outside the step: a compiled step cannot read values
             if len(losses) >= total:
                 break
         log(f"epoch {epoch + 1:3d}/{epochs}  loss {np.mean(losses[-per_epoch:]):.4f}  "
             f"({time.perf_counter() - t0:.1f}s)")
         if len(losses) >= total:
             break
-    return losses, loss
+    return losses, loss, opt, train_step
 
 
 def plot_filters(weight, path: Path) -> Path | None:
@@ -122,7 +129,8 @@ def plot_filters(weight, path: Path) -> Path | None:
 
 
 def save_graph(loss, model, out_dir: Path) -> Path:
-    """The graph of one training step: SVG with Graphviz's ``dot``, else the DOT text."""
+    """The graph of one training step: SVG with Graphviz's ``dot``, else the DOT text. ``loss`` may
+    also be a compiled step's program (``step.tape()``): its array steps are drawn instead."""
     out_dir.mkdir(parents=True, exist_ok=True)
     params = dict(model.named_parameters())
     if shutil.which("dot"):
@@ -136,9 +144,8 @@ def save_graph(loss, model, out_dir: Path) -> Path:
 def main(epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, steps: int | None = None,
          limit: int | None = None, out_dir: Path | str | None = None, plot: bool = True, seed: int = 0,
          threads: int | None = 1, compile: bool = False, log=print) -> dict:  # noqa: A002
-    """Train and evaluate; returns {"test_accuracy", "train_accuracy", "losses", "seconds", "files"}."""
-    if compile and not hasattr(mg, "compile"):
-        raise SystemExit("--compile: this minigrad has no mg.compile yet; run without --compile")
+    """Train and evaluate; returns {"test_accuracy", "train_accuracy", "losses", "seconds", "files", "model",
+    "optimizer", "compile_stats"}. ``compile``: capture the training step with ``mg.compile``."""
     out_dir = OUT if out_dir is None else Path(out_dir)
     Xtr, ytr, Xte, yte = load_data(seed=seed, limit=limit)
     Xtr, Xte = Xtr.reshape(-1, 1, 8, 8), Xte.reshape(-1, 1, 8, 8)
@@ -149,8 +156,8 @@ def main(epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, steps: int 
     log(f"{model.num_parameters()} parameters")
     t0 = time.perf_counter()
     with blas_threads(threads):
-        losses, last = train(model, Xtr, ytr, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-                             steps=steps, log=log)
+        losses, last, opt, step = train(model, Xtr, ytr, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
+                                        steps=steps, compile=compile, log=log)
     dt = time.perf_counter() - t0
     train_acc = accuracy(model, Xtr, ytr)
     test_acc = accuracy(model, Xte, yte)
@@ -160,14 +167,15 @@ def main(epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, steps: int 
     if plot:
         files["loss"] = plot_losses(losses, out_dir / "cnn_digits_loss.png", title="digits CNN: training loss")
         files["filters"] = plot_filters(model.conv1.weight, out_dir / "cnn_digits_filters.png")
-    files["graph"] = save_graph(last, model, out_dir)
+    # a replayed step returns its loss without a graph: with --compile, draw the captured program
+    files["graph"] = save_graph(step.tape() if compile else last, model, out_dir)
     for k, p in files.items():
         if p:
             log(f"{k}: {p}")
     log(f"train accuracy {train_acc:.2%}")
     log(f"test accuracy: {test_acc:.2%}")
     return {"test_accuracy": test_acc, "train_accuracy": train_acc, "losses": losses, "seconds": dt,
-            "files": files, "model": model}
+            "files": files, "model": model, "optimizer": opt, "compile_stats": step.stats if compile else None}
 
 
 if __name__ == "__main__":
@@ -178,7 +186,8 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
     ap.add_argument("--no-plot", action="store_true", help="skip the matplotlib pictures")
-    ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile (when available)")
+    ap.add_argument("--out-dir", default=None, help="where the pictures and the graph go (default: examples/out)")
+    ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
     main(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, seed=a.seed, threads=a.threads or None,
-         plot=not a.no_plot, compile=a.compile)
+         plot=not a.no_plot, out_dir=a.out_dir, compile=a.compile)

@@ -91,9 +91,11 @@ def accuracy(model, X, y) -> float:
 
 
 def train(model, Xtr, ytr, epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, seed: int = 0,
-          progress: bool = True, steps: int | None = None, drop_last: bool = False):
-    """Minibatch training; returns the loss of every step. ``steps`` caps the total (smoke tests).
-    ``drop_last`` skips each epoch's last, smaller batch (a few samples: a noisy step)."""
+          progress: bool = True, steps: int | None = None, drop_last: bool = False, compile: bool = False):  # noqa: A002
+    """Minibatch training; returns (the loss of every step, the optimizer, the step function).
+    ``steps`` caps the total (smoke tests). ``drop_last`` skips each epoch's last, smaller batch
+    (a few samples: a noisy step). ``compile``: capture the step with ``mg.compile``
+    (docs/compile.md); its ``.stats`` say how its calls ran."""
     opt = mg.optim.SGD(model.parameters(), lr=lr, momentum=0.9, nesterov=True, weight_decay=1e-4)
     n = len(ytr)
     if drop_last and n >= batch_size:
@@ -101,28 +103,34 @@ def train(model, Xtr, ytr, epochs: int = EPOCHS, batch_size: int = 64, lr: float
     per_epoch = (n + batch_size - 1) // batch_size
     total = per_epoch * epochs if steps is None else min(steps, per_epoch * epochs)
     sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(total, 1))
+
+    def train_step(x, y):  # the batch comes in as arguments: a compiled step replays on what it is given
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss
+
+    train_step = mg.compile(train_step) if compile else train_step
     rng = np.random.default_rng(seed)
     losses = []
     bar = _progress(total, progress)
-    x_all = mg.tensor(Xtr)
+    x_all, y_all = mg.tensor(Xtr), mg.tensor(ytr)
     for _epoch in range(epochs):
         order = rng.permutation(len(ytr))
         for i in range(0, n, batch_size):
             idx = order[i:i + batch_size]
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x_all[idx]), ytr[idx])
-            loss.backward()
-            opt.step()
-            sched.step()
-            losses.append(loss.item())
+            loss = train_step(x_all[idx], y_all[idx])
+            losses.append(loss.item())  # outside the step: a compiled step cannot read values
             bar.update(1)
             if len(losses) % 10 == 0:
                 bar.set_postfix(loss=f"{np.mean(losses[-10:]):.4f}")
             if len(losses) >= total:
                 bar.close()
-                return losses
+                return losses, opt, train_step
     bar.close()
-    return losses
+    return losses, opt, train_step
 
 
 class _Quiet:
@@ -176,9 +184,10 @@ def plot_losses(losses, path: Path, title: str = "digits MLP: training loss") ->
 
 def main(epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, steps: int | None = None,
          limit: int | None = None, out_dir: Path | str | None = None, plot: bool = True, progress: bool = True,
-         seed: int = 0, threads: int | None = 1) -> dict:
-    """Train and evaluate; returns {"test_accuracy", "train_accuracy", "losses", "seconds", "figure"}.
-    ``threads``: BLAS threads while training (see ``blas_threads``)."""
+         seed: int = 0, threads: int | None = 1, compile: bool = False) -> dict:  # noqa: A002
+    """Train and evaluate; returns {"test_accuracy", "train_accuracy", "losses", "seconds", "figure", "model",
+    "optimizer", "compile_stats"}. ``threads``: BLAS threads while training (see ``blas_threads``);
+    ``compile``: capture the training step with ``mg.compile``."""
     out_dir = OUT if out_dir is None else Path(out_dir)
     Xtr, ytr, Xte, yte = load_data(seed=seed, limit=limit)
     print(f"digits: {len(ytr)} training and {len(yte)} test images of 8x8 pixels, 10 classes")
@@ -186,8 +195,8 @@ def main(epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, steps: int 
     print(model)
     t0 = time.perf_counter()
     with blas_threads(threads):
-        losses = train(model, Xtr, ytr, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-                       progress=progress, steps=steps)
+        losses, opt, step = train(model, Xtr, ytr, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
+                                  progress=progress, steps=steps, compile=compile)
     dt = time.perf_counter() - t0
     train_acc = accuracy(model, Xtr, ytr)
     test_acc = accuracy(model, Xte, yte)
@@ -199,7 +208,7 @@ def main(epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, steps: int 
     print(f"train accuracy {train_acc:.2%}")
     print(f"test accuracy: {test_acc:.2%}")
     return {"test_accuracy": test_acc, "train_accuracy": train_acc, "losses": losses, "seconds": dt,
-            "figure": fig, "model": model}
+            "figure": fig, "model": model, "optimizer": opt, "compile_stats": step.stats if compile else None}
 
 
 if __name__ == "__main__":
@@ -209,5 +218,7 @@ if __name__ == "__main__":
     ap.add_argument("--lr", type=float, default=LR)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
+    ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
-    main(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, seed=a.seed, threads=a.threads or None)
+    main(epochs=a.epochs, batch_size=a.batch_size, lr=a.lr, seed=a.seed, threads=a.threads or None,
+         compile=a.compile)

@@ -13,6 +13,7 @@
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -60,8 +61,10 @@ class SoftplusMLP(nn.Module):
         return self.fc2(Softplus.apply(self.fc1(x)))
 
 
-def main(steps: int = 200, seed: int = 0) -> dict:
-    """Run the tour; returns {"good": bool, "bad_message": str, "final_loss": float}."""
+def main(steps: int = 200, seed: int = 0, compile: bool = False) -> dict:  # noqa: A002
+    """Run the tour; returns {"good": bool, "bad_message": str, "final_loss": float, "losses", "model",
+    "optimizer", "compile_stats"}. ``compile``: capture part 4's training step with ``mg.compile``
+    (a Function's ops are captured like any others)."""
     rng = np.random.default_rng(seed)
     x = mg.tensor(rng.standard_normal((3, 4)) * 3, requires_grad=True)  # float64 for gradcheck
 
@@ -97,19 +100,31 @@ def main(steps: int = 200, seed: int = 0) -> dict:
     t = (np.sin(X[:, :1]) * X[:, 1:]).astype(np.float32)
     opt = mg.optim.Adam(model.parameters(), lr=0.02)
     xt, tt = mg.tensor(X), mg.tensor(t)
-    loss = None
-    for step in range(1, steps + 1):
+
+    def train_step(x, t):  # the batch comes in as arguments: a compiled step replays on what it is given
         opt.zero_grad()
-        loss = F.mse_loss(model(xt), tt)
+        loss = F.mse_loss(model(x), t)
         loss.backward()
         opt.step()
+        return loss
+
+    train_step = mg.compile(train_step) if compile else train_step
+    losses = []
+    for step in range(1, steps + 1):
+        losses.append(train_step(xt, tt).item())  # outside the step: a compiled step cannot read values
         if step % max(1, steps // 4) == 0 or step == steps:
-            print(f"   step {step:4d}  mse {loss.item():.4f}")
-    final = loss.item() if loss is not None else float("nan")
+            print(f"   step {step:4d}  mse {losses[-1]:.4f}")
+    final = losses[-1] if losses else float("nan")
     print(f"gradients verified: {good and good2}; the buggy backward was caught: {bool(bad_message)}; "
           f"final training mse: {final:.4f}")
-    return {"good": bool(good and good2), "bad_message": bad_message, "final_loss": final}
+    return {"good": bool(good and good2), "bad_message": bad_message, "final_loss": final, "losses": losses,
+            "model": model, "optimizer": opt, "compile_stats": train_step.stats if compile else None}
 
 
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description="A tour of gradcheck, ending with a small model trained with a custom op.")
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
+    a = ap.parse_args()
+    main(steps=a.steps, seed=a.seed, compile=a.compile)

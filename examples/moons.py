@@ -82,8 +82,10 @@ def plot_boundary(model, X, y, path: Path, acc: float) -> Path | None:
 
 
 def main(steps: int = 1000, n: int = 400, noise: float = 0.1, lr: float = 0.01, seed: int = 0,
-         out_dir: Path | str | None = None, plot: bool = True, log_every: int = 100) -> dict:
-    """Train and evaluate; returns {"accuracy", "train_accuracy", "losses", "figure"}."""
+         out_dir: Path | str | None = None, plot: bool = True, log_every: int = 100,
+         compile: bool = False) -> dict:  # noqa: A002
+    """Train and evaluate; returns {"accuracy", "train_accuracy", "losses", "figure", "model", "optimizer",
+    "compile_stats"}. ``compile``: capture the training step with ``mg.compile`` (docs/compile.md)."""
     out_dir = OUT if out_dir is None else Path(out_dir)
     X, y = make_moons(n, noise, seed)
     Xte, yte = make_moons(n, noise, seed + 1)  # fresh points from the same distribution
@@ -92,14 +94,20 @@ def main(steps: int = 1000, n: int = 400, noise: float = 0.1, lr: float = 0.01, 
     print(model)
     opt = mg.optim.Adam(model.parameters(), lr=lr)
     x, t = mg.tensor(X), mg.tensor(y.reshape(-1, 1))
+
+    def train_step(x, t):  # the batch comes in as arguments: a compiled step replays on what it is given
+        opt.zero_grad()
+        loss = F.binary_cross_entropy_with_logits(model(x), t)
+        loss.backward()
+        opt.step()
+        return loss
+
+    train_step = mg.compile(train_step) if compile else train_step
     losses = []
     t0 = time.perf_counter()
     for step in range(1, steps + 1):
-        opt.zero_grad()
-        loss = F.binary_cross_entropy_with_logits(model(x), t)  # full batch
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
+        loss = train_step(x, t)  # full batch
+        losses.append(loss.item())  # outside the step: a compiled step cannot read values
         if step % log_every == 0 or step == steps:
             print(f"step {step:5d}  loss {losses[-1]:.4f}  train accuracy {accuracy(model, X, y):.1%}")
     dt = time.perf_counter() - t0
@@ -110,7 +118,8 @@ def main(steps: int = 1000, n: int = 400, noise: float = 0.1, lr: float = 0.01, 
     if fig:
         print(f"decision boundary: {fig}")
     print(f"test accuracy: {acc:.2%}")
-    return {"accuracy": acc, "train_accuracy": train_acc, "losses": losses, "figure": fig, "model": model}
+    return {"accuracy": acc, "train_accuracy": train_acc, "losses": losses, "figure": fig, "model": model,
+            "optimizer": opt, "compile_stats": train_step.stats if compile else None}
 
 
 if __name__ == "__main__":
@@ -120,5 +129,6 @@ if __name__ == "__main__":
     ap.add_argument("--noise", type=float, default=0.1)
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
-    main(steps=a.steps, n=a.n, noise=a.noise, lr=a.lr, seed=a.seed)
+    main(steps=a.steps, n=a.n, noise=a.noise, lr=a.lr, seed=a.seed, compile=a.compile)

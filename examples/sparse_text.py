@@ -115,8 +115,9 @@ def plot_weights(w, words, path: Path, k: int = 12) -> Path | None:
 
 def main(steps: int = 300, n_docs: int = 4000, vocab: int = 5000, layout: str = "csr", lr: float = 0.1,
          weight_decay: float = 1e-3, seed: int = 0, out_dir: Path | str | None = None, plot: bool = True,
-         log_every: int = 50) -> dict:
-    """Train and evaluate; returns {"accuracy", "losses", "step_peak_bytes", "dense_bytes", "figure"}."""
+         log_every: int = 50, compile: bool = False) -> dict:  # noqa: A002
+    """Train and evaluate; returns {"accuracy", "losses", "step_peak_bytes", "dense_bytes", "figure", "params",
+    "optimizer", "compile_stats"}. ``compile``: capture the training step with ``mg.compile``."""
     out_dir = OUT if out_dir is None else Path(out_dir)
     docs, y, words = make_corpus(n_docs, vocab, seed)
     n_train = int(0.8 * n_docs)
@@ -135,24 +136,26 @@ def main(steps: int = 300, n_docs: int = 4000, vocab: int = 5000, layout: str = 
     opt = mg.optim.Adam([w, b], lr=lr)
     t = mg.tensor(ytr.reshape(-1, 1))
 
-    def step():
+    def train_step(X, t):  # the data come in as arguments: a compiled step replays on what it is given
         opt.zero_grad()
         logits = mg.sparse.matmul(X, w) + b  # (n, 1): O(nnz) work, no dense copy of X
         loss = F.binary_cross_entropy_with_logits(logits, t) + weight_decay * (w * w).sum()
         loss.backward()
         opt.step()
-        return loss.item()
+        return loss
 
-    losses = [step()]  # the first step allocates the optimizer state; measure a later one
+    train_step = mg.compile(train_step) if compile else train_step
+    # the first step allocates the optimizer state (compiled, the second captures): measure a later one
+    losses = [train_step(X, t).item() for _ in range(2 if compile else 1)]
     tracemalloc.start()
-    losses.append(step())
+    losses.append(train_step(X, t).item())
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     print(f"  memory allocated by one training step (tracemalloc peak): {peak / 2**20:.2f} MiB "
           f"({peak / dense_bytes:.1%} of the dense matrix)")
     t0 = time.perf_counter()
-    for i in range(3, steps + 1):
-        losses.append(step())
+    for i in range(len(losses) + 1, steps + 1):
+        losses.append(train_step(X, t).item())  # .item() outside the step: a compiled step cannot read values
         if i % log_every == 0 or i == steps:
             acc = float(((predict(X, w, b) > 0) == (ytr > 0.5)).mean())
             print(f"step {i:4d}  loss {losses[-1]:.4f}  train accuracy {acc:.1%}")
@@ -168,7 +171,8 @@ def main(steps: int = 300, n_docs: int = 4000, vocab: int = 5000, layout: str = 
     if fig:
         print(f"weights: {fig}")
     print(f"test accuracy: {acc:.2%}")
-    return {"accuracy": acc, "losses": losses, "step_peak_bytes": peak, "dense_bytes": dense_bytes, "figure": fig}
+    return {"accuracy": acc, "losses": losses, "step_peak_bytes": peak, "dense_bytes": dense_bytes, "figure": fig,
+            "params": {"w": w, "b": b}, "optimizer": opt, "compile_stats": train_step.stats if compile else None}
 
 
 if __name__ == "__main__":
@@ -179,5 +183,6 @@ if __name__ == "__main__":
     ap.add_argument("--layout", choices=("csr", "coo"), default="csr")
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
-    main(steps=a.steps, n_docs=a.docs, vocab=a.vocab, layout=a.layout, lr=a.lr, seed=a.seed)
+    main(steps=a.steps, n_docs=a.docs, vocab=a.vocab, layout=a.layout, lr=a.lr, seed=a.seed, compile=a.compile)
