@@ -111,7 +111,7 @@ def examples_run():
     times = {}
     for flag in ([], ["--compile"]):
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, ex, "--no-plot", *flag], check=True, stdout=subprocess.DEVNULL,
+        subprocess.run([sys.executable, ex, *flag], check=True, stdout=subprocess.DEVNULL,
                        env={**os.environ, "PYTHONPATH": os.path.dirname(HERE)})
         times["compiled" if flag else "eager"] = time.perf_counter() - t0
     print(f"\n== examples/digits.py end to end: eager {times['eager']:.2f}s, --compile {times['compiled']:.2f}s "

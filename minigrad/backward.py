@@ -279,7 +279,8 @@ def _into_grad(leaf, g):
 
 
 def _ones_like(d):
-    return _be.array_module(d).ones(d.shape, dtype=d.dtype)
+    xp = _be.array_module(d)
+    return xp.array(1, dtype=d.dtype) if d.ndim == 0 else xp.ones(d.shape, dtype=d.dtype)  # the seed of a loss
 
 
 def _asarray_like(g, d):

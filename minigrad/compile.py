@@ -55,6 +55,7 @@ _REG = re.compile(r"\b[ra]\d+\b")
 _NAME = re.compile(r"\b[raTIc]\d+\b")  # what a step reads, for pictures
 _SCALARS = (bool, int, float, complex, str, bytes, type(None))
 _lock = threading.Lock()
+_nd = np.ndarray
 
 
 class _Stale(Exception):
@@ -198,22 +199,24 @@ def _signature(args, kwargs, flat):
     """The key a capture is valid for; appends each Tensor or array argument to ``flat``."""
     key = []
     seen = {}  # id -> position in flat: step(x, x) and step(x, z) are different programs
-    stack = [args, kwargs]
+    stack = [kwargs, args] if kwargs else [args]
     while stack:
         v = stack.pop()
         if isinstance(v, Tensor):
             d = v.data
-            key.append(("T", d.shape, d.dtype, _be.device_of(d), v._rg, seen.setdefault(id(v), len(flat)),
-                        seen.setdefault(id(d), len(flat))))
+            n = len(flat)
+            dev = d.__class__ if d.__class__ is _nd else _be.device_of(d)
+            key.append((d.shape, d.dtype, dev, v._rg, seen.setdefault(id(v), n), seen.setdefault(id(d), n)))
             flat.append(v)
-        elif isinstance(v, _SCALARS) or isinstance(v, np.generic):
-            key.append((type(v), v))
-        elif _is_array(v):
-            key.append(("A", v.shape, v.dtype, _be.device_of(v), seen.setdefault(id(v), len(flat))))
-            flat.append(v)
-        elif isinstance(v, (tuple, list)):
-            key.append((type(v), len(v)))
+        elif isinstance(v, tuple) or isinstance(v, list):
+            key.append((v.__class__, len(v)))
             stack.extend(reversed(v))
+        elif isinstance(v, _SCALARS) or isinstance(v, np.generic):
+            key.append((v.__class__, v))
+        elif _is_array(v):
+            dev = v.__class__ if v.__class__ is _nd else _be.device_of(v)
+            key.append(("A", v.shape, v.dtype, dev, seen.setdefault(id(v), len(flat))))
+            flat.append(v)
         elif isinstance(v, dict):
             key.append((dict, tuple(v)))
             stack.extend(reversed(list(v.values())))

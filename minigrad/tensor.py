@@ -60,6 +60,14 @@ def wrap(data):
     return t
 
 
+def zero_grads(params, set_to_none: bool = True) -> None:
+    """Forget the gradients of ``params`` (``.grad = None``, or zeros): ``zero_grad`` of optimizers
+    and modules, one kernel of a captured step (mg.compile)."""
+    for p in params:
+        g = p._grad
+        p._grad = None if set_to_none or g is None else wrap(g.data * 0)
+
+
 def _to_array(data, dtype=None, device=None, op="tensor"):
     """User data as a backend array: Python floats default to the default dtype."""
     if isinstance(data, Tensor):

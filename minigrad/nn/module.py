@@ -11,7 +11,7 @@ import numpy as np
 from .. import _state
 from .. import backend as _be
 from ..errors import MinigradError
-from ..tensor import Tensor, get_default_dtype
+from ..tensor import Tensor, get_default_dtype, zero_grads
 
 
 class StateDictError(MinigradError, RuntimeError):
@@ -257,11 +257,7 @@ class Module:
         _state.kernel(self._zero_grad, set_to_none)  # a captured step (mg.compile) does it again
 
     def _zero_grad(self, set_to_none):
-        for p in self.parameters():
-            if set_to_none or p.grad is None:
-                p.grad = None
-            else:
-                p.grad = Tensor(p.grad.data * 0)
+        zero_grads(self.parameters(), set_to_none)
 
     def requires_grad_(self, requires_grad: bool = True):
         for p in self.parameters():

@@ -42,7 +42,7 @@ def _mm_samples(rng):
             Sample(r((3, 4)), r((4,))), Sample(r((4,)), r((4,))), Sample(r((2, 1, 3, 4)), r((3, 4, 2)))]
 
 
-MATMUL = defop("matmul", lambda xp, a, b: _be.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other",
+MATMUL = defop("matmul", lambda xp, a, b: _be.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other", ufunc="matmul",
                samples=_mm_samples, torch=lambda th, a, b: a @ b)
 
 

@@ -2,7 +2,7 @@
 schedules in ``mg.optim.lr_scheduler`` (also here: ``mg.optim.StepLR``, ``CosineAnnealingLR``).
 
 Each update follows PyTorch's formulas operation for operation (float64 results agree to
-~1e-16). Updates run under ``no_grad`` and write each parameter's own array in place
+~1e-16). Updates are array operations (nothing records them) that write each parameter's own array in place
 (bumping its version counter); gradients are only read.
 
 >>> opt = mg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
@@ -15,7 +15,7 @@ import math
 from .. import _state
 from .. import autograd as _ag
 from .. import backend as _be
-from ..tensor import Tensor, wrap as _wrap
+from ..tensor import Tensor, wrap as _wrap, zero_grads
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler", "LRScheduler", "StepLR", "CosineAnnealingLR",
            "ExponentialLR", "LambdaLR"]
@@ -73,12 +73,7 @@ class Optimizer:
         _state.kernel(self._zero_grad, set_to_none)  # a captured step (mg.compile) does it again
 
     def _zero_grad(self, set_to_none):
-        for g in self.param_groups:
-            for p in g["params"]:
-                if set_to_none or p.grad is None:
-                    p.grad = None
-                else:
-                    p.grad = _wrap(p.grad.data * 0)
+        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss if given.
@@ -175,10 +170,10 @@ class Optimizer:
 
 
 def _grad_array(p):
-    g = p.grad
+    g = p._grad
     if g is None:
         return None
-    if not isinstance(g, Tensor):  # a sparse gradient
+    if g.__class__ is not Tensor and not isinstance(g, Tensor):  # a sparse gradient
         raise TypeError(
             "this optimizer needs dense gradients; got a sparse one (convert with .to_dense() "
             "or keep the parameter dense)"
@@ -205,40 +200,39 @@ class SGD(Optimizer):
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
                                       weight_decay=weight_decay, maximize=maximize))
 
-    def _update(self):
-        with _ag.no_grad():
-            for group in self.param_groups:
-                lr = group["lr"]
-                momentum = group["momentum"]
-                wd = group["weight_decay"]
-                plain = momentum == 0 and wd == 0 and not group["maximize"]
-                for p in group["params"]:
-                    g = _grad_array(p)
-                    if g is None:
-                        continue
-                    d = p.data
-                    if plain:  # the hot path: one scaled temporary, one in-place subtract
-                        d -= lr * g
-                        p._ver[0] += 1
-                        continue
-                    if group["maximize"]:
-                        g = -g
-                    if wd != 0:
-                        g = g + wd * d
-                    if momentum != 0:
-                        st = self.state.setdefault(p, {})
-                        buf = st.get("momentum_buffer")
-                        if buf is None:
-                            # an array, never a NumPy scalar (0-d arithmetic gives one), so the
-                            # in-place updates below reach the stored buffer
-                            buf = _be.array_module(d).array(g, copy=True)
-                            st["momentum_buffer"] = buf
-                        else:
-                            buf *= momentum
-                            buf += (1 - group["dampening"]) * g
-                        g = g + momentum * buf if group["nesterov"] else buf
+    def _update(self):  # arrays only: nothing here records, so no no_grad() is needed
+        for group in self.param_groups:
+            lr = group["lr"]
+            momentum = group["momentum"]
+            wd = group["weight_decay"]
+            plain = momentum == 0 and wd == 0 and not group["maximize"]
+            for p in group["params"]:
+                g = _grad_array(p)
+                if g is None:
+                    continue
+                d = p.data
+                if plain:  # the hot path: one scaled temporary, one in-place subtract
                     d -= lr * g
                     p._ver[0] += 1
+                    continue
+                if group["maximize"]:
+                    g = -g
+                if wd != 0:
+                    g = g + wd * d
+                if momentum != 0:
+                    st = self.state.setdefault(p, {})
+                    buf = st.get("momentum_buffer")
+                    if buf is None:
+                        # an array, never a NumPy scalar (0-d arithmetic gives one), so the
+                        # in-place updates below reach the stored buffer
+                        buf = _be.array_module(d).array(g, copy=True)
+                        st["momentum_buffer"] = buf
+                    else:
+                        buf *= momentum
+                        buf += (1 - group["dampening"]) * g
+                    g = g + momentum * buf if group["nesterov"] else buf
+                d -= lr * g
+                p._ver[0] += 1
 
 
 class Adam(Optimizer):
@@ -259,59 +253,58 @@ class Adam(Optimizer):
                                       amsgrad=amsgrad, maximize=maximize))
 
     def _update(self):
-        """One Adam update of every parameter that has a gradient."""
-        with _ag.no_grad():
-            for group in self.param_groups:
-                lr = group["lr"]
-                beta1, beta2 = group["betas"]
-                eps = group["eps"]
-                wd = group["weight_decay"]
-                for p in group["params"]:
-                    g = _grad_array(p)
-                    if g is None:
-                        continue
-                    d = p.data
-                    xp = _be.array_module(d)
-                    if group["maximize"]:
-                        g = -g
-                    st = self.state.get(p)
-                    if st is None:
-                        st = self.state[p] = {
-                            "step": 0,
-                            "exp_avg": xp.zeros_like(d),
-                            "exp_avg_sq": xp.zeros_like(d),
-                        }
-                        if group["amsgrad"]:
-                            st["max_exp_avg_sq"] = xp.zeros_like(d)
-                    st["step"] += 1
-                    step = st["step"]
-                    if wd != 0:
-                        if self._decoupled:
-                            d *= 1 - lr * wd
-                        else:
-                            g = g + wd * d
-                    m, v = st["exp_avg"], st["exp_avg_sq"]
-                    # m.lerp_(g, 1 - beta1), as PyTorch computes it (weight < 0.5)
-                    w1 = 1 - beta1
-                    if w1 < 0.5:
-                        m += w1 * (g - m)
-                    else:
-                        m[...] = g - (g - m) * (1 - w1)
-                    v *= beta2
-                    v += (1 - beta2) * (g * g)
-                    bc1 = 1 - beta1 ** step
-                    bc2 = 1 - beta2 ** step
-                    step_size = lr / bc1
-                    bc2_sqrt = math.sqrt(bc2)
+        """One Adam update of every parameter that has a gradient (arrays only: nothing records)."""
+        for group in self.param_groups:
+            lr = group["lr"]
+            beta1, beta2 = group["betas"]
+            eps = group["eps"]
+            wd = group["weight_decay"]
+            for p in group["params"]:
+                g = _grad_array(p)
+                if g is None:
+                    continue
+                d = p.data
+                xp = _be.array_module(d)
+                if group["maximize"]:
+                    g = -g
+                st = self.state.get(p)
+                if st is None:
+                    st = self.state[p] = {
+                        "step": 0,
+                        "exp_avg": xp.zeros_like(d),
+                        "exp_avg_sq": xp.zeros_like(d),
+                    }
                     if group["amsgrad"]:
-                        vmax = st["max_exp_avg_sq"]
-                        xp.maximum(vmax, v, out=vmax)
-                        denom = xp.sqrt(vmax) / bc2_sqrt
+                        st["max_exp_avg_sq"] = xp.zeros_like(d)
+                st["step"] += 1
+                step = st["step"]
+                if wd != 0:
+                    if self._decoupled:
+                        d *= 1 - lr * wd
                     else:
-                        denom = xp.sqrt(v) / bc2_sqrt
-                    denom += eps
-                    d -= step_size * (m / denom)
-                    p._ver[0] += 1
+                        g = g + wd * d
+                m, v = st["exp_avg"], st["exp_avg_sq"]
+                # m.lerp_(g, 1 - beta1), as PyTorch computes it (weight < 0.5)
+                w1 = 1 - beta1
+                if w1 < 0.5:
+                    m += w1 * (g - m)
+                else:
+                    m[...] = g - (g - m) * (1 - w1)
+                v *= beta2
+                v += (1 - beta2) * (g * g)
+                bc1 = 1 - beta1 ** step
+                bc2 = 1 - beta2 ** step
+                step_size = lr / bc1
+                bc2_sqrt = math.sqrt(bc2)
+                if group["amsgrad"]:
+                    vmax = st["max_exp_avg_sq"]
+                    xp.maximum(vmax, v, out=vmax)
+                    denom = xp.sqrt(vmax) / bc2_sqrt
+                else:
+                    denom = xp.sqrt(v) / bc2_sqrt
+                denom += eps
+                d -= step_size * (m / denom)
+                p._ver[0] += 1
 
 
 class AdamW(Adam):
