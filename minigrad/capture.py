@@ -137,7 +137,7 @@ class Capture:
             return
         where = user_where()
         at = fmt_where(where) if where else "<unknown>"
-        msg = (f"{what} at {at} cannot be replayed by mg.compile: a replay runs only the array "
+        msg = (f"{what} at {at} cannot be replayed: a replay runs only the array "
                "steps, not Python that reads tensor values or changes what the step is. Move it "
                "out of the compiled function (e.g. call loss.item() on what the step returns), "
                "or pass mg.compile(fn, fallback=True) to run this function eagerly")

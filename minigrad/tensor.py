@@ -409,6 +409,7 @@ class Tensor:
 
     # -- printing ------------------------------------------------------------
     def __repr__(self):
+        _state.refuse("printing a tensor's values (repr/str)")  # a replay would print nothing
         body = np.array2string(_be.to_numpy(self.data), separator=", ", prefix="tensor(", precision=4)
         extra = []
         if self.data.dtype not in (_default_dtype, np.dtype(np.int64), np.dtype(bool)):

@@ -165,7 +165,7 @@ def _refused(step, args, marker, what):
     assert os.path.abspath(e.value.file) == HERE
     assert e.value.line == line
     msg = str(e.value)
-    assert f"{os.path.basename(HERE)}:{line} cannot be replayed by mg.compile" in msg
+    assert f"{os.path.basename(HERE)}:{line} cannot be replayed" in msg
     assert "Move it out of the compiled function" in msg and "fallback=True" in msg
     assert step.stats.captures == 0 and step.stats.eager == 1
     return e.value
@@ -240,6 +240,19 @@ def test_refuses_tolist():
         return loss, loss.detach().tolist()  # tolist
 
     _refused(step, (x, y), "tolist", r"\.tolist\(\) at ")
+
+
+def test_refuses_printing_a_tensor():
+    """A replay runs no Python: a print would show values only while eager and capturing."""
+    model, x, y = _model_and_data()
+
+    @mg.compile
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        text = str(loss)  # print
+        return loss, text
+
+    _refused(step, (x, y), "print", r"printing a tensor's values \(repr/str\) at ")
 
 
 def test_refuses_np_asarray():
