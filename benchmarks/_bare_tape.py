@@ -83,3 +83,56 @@ def chain(x0, a0, b0, blocks):
     for _ in range(blocks):
         y = tanh(add(mul(add(mul(y, a), b), a), b))
     return t.backward(y, np.ones_like(y.data))[x.i]
+
+
+# -- the same tape, with rules written over tensors (minigrad's choice, docs/architecture.md) ----------
+# A rule that only ever sees Tensors cannot drop out of a second-order graph, but each array
+# operation in it then makes one Tensor object: this is that cost and nothing else (no Node, no
+# checks), the floor of an engine whose rules see Tensors.
+
+
+class T:
+    __slots__ = ("data",)
+
+    def __mul__(self, o):
+        t = _new(T)
+        t.data = self.data * (o.data if o.__class__ is T else o)
+        return t
+
+    def __add__(self, o):
+        t = _new(T)
+        t.data = self.data + (o.data if o.__class__ is T else o)
+        return t
+
+    def __rsub__(self, o):
+        t = _new(T)
+        t.data = o - self.data
+        return t
+
+
+def _wrap(a):
+    t = _new(T)
+    t.data = a
+    return t
+
+
+class TensorRuleTape(Tape):
+    """Values stay arrays in the forward; the backward hands rules (and sums) Tensors."""
+
+    def mul(self, x, y):
+        return self._out(x.data * y.data, _mul_rule, (x.i, y.i), (_wrap(x.data), _wrap(y.data)))
+
+    def tanh(self, x):
+        out = np.tanh(x.data)
+        return self._out(out, _tanh_rule, (x.i,), _wrap(out))
+
+
+def chain_tensor_rules(x0, a0, b0, blocks):
+    """``chain`` with rules over Tensors: the floor of minigrad's design for this workload."""
+    t = TensorRuleTape()
+    x, a, b = t.leaf(x0), t.leaf(a0), t.leaf(b0)
+    mul, add, tanh = t.mul, t.add, t.tanh
+    y = x
+    for _ in range(blocks):
+        y = tanh(add(mul(add(mul(y, a), b), a), b))
+    return t.backward(y, _wrap(np.ones_like(y.data)))[x.i].data
