@@ -132,15 +132,15 @@ class Capture:
         self._emit(call, [(p, a, False) for p, a in _leaves(out)], ins, f"{what}({', '.join(ins)})")
         return out
 
-    def refuse(self, what):
+    def refuse(self, what, advice=None):
         if self.paused:
             return
         where = user_where()
         at = fmt_where(where) if where else "<unknown>"
-        msg = (f"{what} at {at} cannot be replayed: a replay runs only the array "
-               "steps, not Python that reads tensor values or changes what the step is. Move it "
-               "out of the compiled function (e.g. call loss.item() on what the step returns), "
-               "or pass mg.compile(fn, fallback=True) to run this function eagerly")
+        advice = advice or ("a replay runs only the array steps, not Python that reads tensor values "
+                            "or changes what the step is. Move it out of the compiled function (e.g. "
+                            "call loss.item() on what the step returns)")
+        msg = f"{what} at {at} cannot be replayed: {advice}, or pass mg.compile(fn, fallback=True) to run this function eagerly"
         if self.fallback:
             self.gave_up = msg
             self.paused = 1 << 30  # nothing more to write down: the call goes on eagerly
@@ -172,6 +172,11 @@ class Capture:
         """A Tensor that existed before the call (a parameter, a buffer): read live at replay."""
         name = self.names.get(id(t))
         if name is None:
+            if t._node is not None:  # an op's result from before the call: state a replay cannot follow
+                self.refuse(f"reading a tensor of shape {t.shape} computed outside the step (by op "
+                            f"{t._node.op!r}), not a parameter or buffer,",
+                            "a replay would read this very tensor on every call, while eager reads "
+                            "whatever the name holds then. Pass it to the step as an argument")
             name = self._global(t, "T")
             d = t.data
             self.guards.append((name, type(d), d.shape, d.dtype, t._rg))
