@@ -268,6 +268,20 @@ def test_refuses_a_result_computed_outside_the_step():
     _refused(step, (x, y), "carried", r"computed outside the step \(by op 'linear'\)")
 
 
+def test_refuses_batchnorm_with_a_cumulative_average():
+    """BatchNorm(momentum=None) turns num_batches_tracked into a Python number each step."""
+    mg.manual_seed(0)
+    bn = mg.nn.BatchNorm1d(3, momentum=None)
+    x = mg.randn(8, 3)
+
+    @mg.compile
+    def step(x):
+        return bn(x).sum()  # bn
+
+    e = _refused(step, (x,), "bn", r"BatchNorm1d\(momentum=None\) in training")
+    assert "num_batches_tracked" in str(e)
+
+
 def test_refuses_np_asarray():
     model, x, y = _model_and_data()
     if x.is_cuda:

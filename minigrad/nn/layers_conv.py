@@ -15,6 +15,7 @@ import numbers
 
 import numpy as np
 
+from .. import _state
 from .. import creation as _creation
 from ..tensor import Tensor
 from . import Module, Parameter, init
@@ -268,6 +269,8 @@ class _BatchNorm(Module):
         if self.training and self.track_running_stats:
             self.num_batches_tracked.add_(1)
             if self.momentum is None:  # a cumulative average of every batch seen
+                _state.refuse(f"{type(self).__name__}(momentum=None) in training (its cumulative average reads "
+                              "num_batches_tracked's value)")
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         # PyTorch's rule: batch statistics in training or when no running ones are kept
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
