@@ -95,8 +95,12 @@ class Capture:
             call = f"{self._global(getattr(xp, op.ufunc), 'u')}({', '.join(ins)})"
         else:
             call = f"{self._global(op.forward, 'f')}({', '.join([self._global(xp, 'x')] + ins)}"
-            if params:
-                call += f", **{self._global(params, 'p')}"
+            if params:  # literal keywords where Python can write them (no dict to unpack per call)
+                lits = {k: _literal(v) for k, v in params.items()}
+                if all(v is not None for v in lits.values()):
+                    call += "".join(f", {k}={v}" for k, v in lits.items())
+                else:
+                    call += f", **{self._global(params, 'p')}"
             call += ")"
         if op.aux:
             main, aux = out
@@ -264,6 +268,17 @@ class Capture:
             r = self.reg.get(id(v))
             return (r, [r]) if r is not None else (self._global(v, "c"), [])
         return self._value(v), []
+
+
+def _literal(v):
+    """``v`` as Python source that evaluates to an equal value of the same type (None when it has none)."""
+    if v is None or v.__class__ in (bool, int, str) or (v.__class__ is float and math.isfinite(v)):
+        return repr(v)
+    if v.__class__ is tuple:
+        parts = [_literal(x) for x in v]
+        if all(p is not None for p in parts):
+            return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    return None
 
 
 def _array_of(out):
