@@ -101,7 +101,7 @@ def outer(a, b):
 def _linear_fwd(xp, x, w, b=None):
     if x.ndim > 2:  # as rows: NumPy's stacked product with a transposed operand is slow
         return _linear_fwd(xp, x.reshape(-1, x.shape[-1]), w, b).reshape(x.shape[:-1] + (w.shape[0],))
-    out = _be.matmul(x, w.T)
+    out = xp.matmul(x, w.T)  # xp: the arrays' module (apply found it), as _be.matmul would
     if b is not None:
         if out.dtype == b.dtype and out.ndim >= 1:
             out += b  # a fresh array: add the bias in place, no temporary
