@@ -279,7 +279,7 @@ def _into_grad(leaf, g):
 
 
 def _ones_like(d):
-    xp = _be.array_module(d)
+    xp = np if d.__class__ is _nd else _be.array_module(d)
     return xp.array(1, dtype=d.dtype) if d.ndim == 0 else xp.ones(d.shape, dtype=d.dtype)  # the seed of a loss
 
 
@@ -301,7 +301,7 @@ def _readonly(a):
     never changed through the other (NumPy only: CuPy has no read-only flag)."""
     if a.__class__ is _nd:
         a = a.view()
-        a.flags.writeable = False
+        a.setflags(write=False)  # cheaper than a.flags.writeable = False (no flags object)
     return a
 
 
