@@ -9,7 +9,6 @@ from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
 from .elementwise import named
 from .reduce import SUM
-from .shape import PERMUTE
 
 
 def _mm_rule(ctx, g):
@@ -119,10 +118,22 @@ def _linear_rule(ctx, g):
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         if p[1] is not None:
             x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
-            gw = apply(MATMUL, apply(PERMUTE, g2, dims=(1, 0)), x2)
+            gw = apply(MATMUL_TN, g2, x2)
         if len(p) == 3 and p[2] is not None:
             gb = apply(SUM, g2, axes=(0,), keepdims=False, dtype=None)
     return gx, gw, gb
+
+
+def _mm_tn_rule(ctx, g):
+    a, b = ctx.saved  # out = a.T @ b: d a = b @ g.T (a linear without bias), d b = a @ g
+    return (apply(LINEAR, b, g) if ctx.parents[0] is not None else None,
+            apply(MATMUL, a, g) if ctx.parents[1] is not None else None)
+
+
+# a.T @ b for 2-D a and b: linear's weight gradient (g.T @ x) as one op, not a permute and a matmul
+MATMUL_TN = defop("matmul_tn", lambda xp, a, b: xp.matmul(a.T, b), _mm_tn_rule, save=(0, 1), cross=True,
+                  kind="other", torch=lambda th, a, b: a.T @ b,
+                  samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 4)))])
 
 
 LINEAR = defop("linear", _linear_fwd, _linear_rule, save=(0, 1), cross=True, kind="other",
