@@ -22,8 +22,12 @@ def _reduce_rows(xp, per_row, reduction, dtype):
     n = per_row.shape[0]
     if not n:
         return xp.asarray(xp.nan if reduction == "mean" else 0, dtype=dtype)
-    total = per_row.sum(axis=0, keepdims=True).reshape(())
-    return total / n if reduction == "mean" else total
+    total = per_row.sum(axis=0, keepdims=True).reshape(())  # a 0-d array (a NumPy scalar is not one)
+    if reduction == "mean":
+        if total.dtype.kind != "f":
+            return total / n
+        total /= n  # in place: the same bits, and it stays an array
+    return total
 
 
 def _nll_fwd(xp, logp, target, reduction):
