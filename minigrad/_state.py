@@ -125,3 +125,20 @@ def born(t) -> None:
     c = capture()
     if c is not None:
         c.born(t)
+
+
+def guard(obj, attr: str) -> None:
+    """The step reads ``obj.attr`` as Python (a module's ``training``): a capture checks, before
+    each replay, that it still has the value it had, and captures again when it has not."""
+    if active:
+        c = capture()
+        if c is not None:
+            c.guard(obj, attr)
+
+
+def assign(obj, attr: str) -> None:
+    """The step itself sets ``obj.attr`` (``model.train()`` inside it): no guard on its value."""
+    if active:
+        c = capture()
+        if c is not None:
+            c.assign(obj, attr)

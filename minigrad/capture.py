@@ -50,6 +50,8 @@ class Capture:
         self.names = {}      # id(object) -> its global name in the program
         self.code = []       # (targets, expression, registers read, line for the tape)
         self.guards = []     # (tensor name, class, shape, dtype, requires_grad)
+        self.values = {}     # (id(obj), attr) -> (obj, attr, value): Python the step read (a module's mode)
+        self.assigned = set()  # (id(obj), attr) the step sets itself before reading (model.train() inside)
         self._born = set()   # ids of Tensors made during the call (their arrays must be known)
         self.inputs = []
         self.input_tensors = {}  # id(argument Tensor) -> its number
@@ -150,6 +152,15 @@ class Capture:
             self.paused = 1 << 30  # nothing more to write down: the call goes on eagerly
             return
         raise CompileError(f"mg.compile: {msg}", what=what, file=where and where[0], line=where and where[1])
+
+    def guard(self, obj, attr):
+        if not self.paused and (id(obj), attr) not in self.assigned:
+            self.values.setdefault((id(obj), attr), (obj, attr, getattr(obj, attr)))
+
+    def assign(self, obj, attr):
+        if not self.paused:
+            self.assigned.add((id(obj), attr))
+            self.hold.append(obj)
 
     def write(self, t):
         if self.paused:
@@ -327,6 +338,12 @@ class Program:
             lines.append("        raise STALE")
         if cap.guards:
             lines.append("    del d")
+        if cap.values:  # Python values the capture depended on (modules' train/eval)
+            objs = [cap._global(obj, "o") for obj, _, _ in cap.values.values()]
+            cap.glob["VALUES"] = tuple(v for _, _, v in cap.values.values())
+            read = ", ".join(f"{o}.{attr}" for o, (_, attr, _) in zip(objs, cap.values.values(), strict=True))
+            lines.append(f"    if ({read},) != VALUES:")
+            lines.append("        raise STALE")
         listing = []
         steps = []  # (name, registers made, names read): what mg.viz draws
         for i, (call, regs, reads, text) in enumerate(cap.code):

@@ -22,11 +22,11 @@ moment of use, so a replaced or updated array is seen) or, for a non-Tensor arra
 constant. The program becomes straight-line Python (``r5 = f3(x0, r1, T0.data)``), compiled
 once, with ``del`` after each register's last use so memory is freed as eagerly as the tape
 frees it. Guards at the top of a replay check that each live tensor still has the shape,
-dtype, device and ``requires_grad`` it had at capture; when one does not, the step captures
-again instead of replaying.
+dtype, device and ``requires_grad`` it had at capture, and each module called still has its
+``training`` mode; when one does not, the step captures again instead of replaying.
 
 What a replay cannot see: Python values the function reads but is not given (a closure
-variable rebound to another Tensor, a global counter, ``model.train()`` flipped outside), and
+variable rebound to another Tensor, a global counter, a layer added to a model), and
 NumPy run by hand on ``.data`` inside the function. docs/compile.md says so to users.
 """
 from __future__ import annotations

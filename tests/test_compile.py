@@ -1711,3 +1711,25 @@ def test_ten_thousand_replays_leave_rss_flat():
     grown = _rss() - before
     assert step.stats.replays == 10_498
     assert grown < 3 * 2**20, f"RSS grew by {grown / 2**20:.1f} MiB over 10,000 replays"
+
+
+def test_guard_train_and_eval_flipped_outside_the_step():
+    """A module's mode is Python the step reads: eval() after a capture in training captures again
+    (no dropout on replay), and train() again brings the masks back, as eager."""
+    def run(compiled):
+        mg.manual_seed(0)
+        model = mg.nn.Sequential(mg.nn.Linear(4, 8), mg.nn.Dropout(0.5), mg.nn.Linear(8, 2))
+        fwd = mg.compile(lambda x: model(x)) if compiled else (lambda x: model(x))
+        x = mg.ones(3, 4)
+        outs = []
+        for mode in ("train",) * 4 + ("eval",) * 3 + ("train",) * 3:
+            getattr(model, mode)()
+            with mg.no_grad():
+                outs.append(fwd(x).numpy())
+        return outs, fwd
+
+    eager, _ = run(False)
+    compiled, fwd = run(True)
+    for a, b in zip(eager, compiled, strict=True):
+        assert np.array_equal(a, b)
+    assert fwd.stats.captures == 3 and fwd.stats.replays == 6  # calls 3-4, 6-7, 9-10

@@ -164,6 +164,8 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward(...)")
 
     def __call__(self, *args, **kwargs):
+        if _state.active:  # a captured step (mg.compile) replays this mode only (train() / eval())
+            _state.guard(self, "training")
         return self.forward(*args, **kwargs)
 
     # -- walking the tree -------------------------------------------------------------------------
@@ -244,9 +246,15 @@ class Module:
         """Training mode (Dropout active) for this module and its descendants; returns self."""
         if not isinstance(mode, bool):
             raise TypeError(f"train: mode must be a bool, got {type(mode).__name__}")
+        if _state.active:  # inside a captured step (mg.compile): the step sets the mode, replays too
+            for m in self.modules():
+                _state.assign(m, "training")
+        _state.kernel(self._set_training, mode)
+        return self
+
+    def _set_training(self, mode):
         for m in self.modules():
             m.__dict__["training"] = mode
-        return self
 
     def eval(self):
         """Evaluation mode (Dropout off); returns self."""
