@@ -63,7 +63,7 @@ class Op:
 
     __slots__ = ("name", "forward", "rule", "save", "cross", "save_out", "aux", "broadcast", "view",
                  "kind", "samples", "torch", "n_out", "frontend", "method", "dunders", "export",
-                 "numpy", "inplace", "doc", "info", "ufunc")
+                 "numpy", "inplace", "doc", "info", "ufunc", "save_at")
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
                  broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1, info=None, ufunc=None):
@@ -71,6 +71,7 @@ class Op:
         self.forward = forward
         self.rule = rule
         self.save = tuple(save)
+        self.save_at = None if Ellipsis in self.save else self.save  # positions known without the call
         self.cross = cross
         self.save_out = save_out
         self.aux = aux
@@ -331,7 +332,7 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     parents = []
     meta = []
     consts = None
-    for a, d in zip(args, datas, strict=True):
+    for a, d in zip(args, datas, strict=False):  # one data per argument (apply made them so)
         if isinstance(a, Tensor):
             if a._rg:
                 m = a._node  # edge(a), inline for the common case
@@ -381,8 +382,7 @@ def _save(op, args, datas, parents):
     """What the rule reads as ``ctx.saved``, and the versions to check before it runs."""
     saved = []
     vers = ()
-    positions = op.save if op.save[-1] is not Ellipsis and Ellipsis not in op.save \
-        else _positions(op.save, len(args))
+    positions = op.save_at or _positions(op.save, len(args))
     needing = len(parents) - parents.count(None) if op.cross else 0
     for i in positions:
         if i >= len(args):
