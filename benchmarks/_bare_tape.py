@@ -48,6 +48,12 @@ class Tape:
         out = np.tanh(x.data)
         return self._out(out, _tanh_rule, (x.i,), out)
 
+    def seed(self, root):
+        return np.ones_like(root.data)
+
+    def array(self, g):
+        return g
+
     def backward(self, root, g):
         grads = [None] * self.n
         grads[root.i] = g
@@ -74,15 +80,16 @@ def _tanh_rule(g, y):
     return (g * (1 - y * y),)
 
 
-def chain(x0, a0, b0, blocks):
-    """bench_core's chain on the bare tape: the gradient of sum(y) with respect to x."""
-    t = Tape()
+def chain(x0, a0, b0, blocks, tape=None):
+    """bench_core's chain on the bare tape (or ``tape``, a Tape class): the gradient of sum(y)
+    with respect to x."""
+    t = (tape or Tape)()
     x, a, b = t.leaf(x0), t.leaf(a0), t.leaf(b0)
     mul, add, tanh = t.mul, t.add, t.tanh
     y = x
     for _ in range(blocks):
         y = tanh(add(mul(add(mul(y, a), b), a), b))
-    return t.backward(y, np.ones_like(y.data))[x.i]
+    return t.array(t.backward(y, t.seed(y))[x.i])
 
 
 # -- the same tape, with rules written over tensors (minigrad's choice, docs/architecture.md) ----------
@@ -126,13 +133,13 @@ class TensorRuleTape(Tape):
         out = np.tanh(x.data)
         return self._out(out, _tanh_rule, (x.i,), _wrap(out))
 
+    def seed(self, root):
+        return _wrap(np.ones_like(root.data))
+
+    def array(self, g):
+        return g.data
+
 
 def chain_tensor_rules(x0, a0, b0, blocks):
     """``chain`` with rules over Tensors: the floor of minigrad's design for this workload."""
-    t = TensorRuleTape()
-    x, a, b = t.leaf(x0), t.leaf(a0), t.leaf(b0)
-    mul, add, tanh = t.mul, t.add, t.tanh
-    y = x
-    for _ in range(blocks):
-        y = tanh(add(mul(add(mul(y, a), b), a), b))
-    return t.backward(y, _wrap(np.ones_like(y.data)))[x.i].data
+    return chain(x0, a0, b0, blocks, TensorRuleTape)
