@@ -48,7 +48,7 @@ class Capture:
         self.hold = []       # what the ids above belong to, kept alive while capturing
         self.glob = {"W": wrap, "AS": _as_array, "STALE": Stale}
         self.names = {}      # id(object) -> its global name in the program
-        self.code = []       # (targets, expression, registers read, line for the tape)
+        self.code = []       # (call, (path, register, made an array) per output, registers read, tape text)
         self.guards = []     # (tensor name, class, shape, dtype, requires_grad)
         self.values = {}     # (id(obj), attr) -> (obj, attr, value): Python the step read (a module's mode)
         self.assigned = set()  # (id(obj), attr) the step sets itself before reading (model.train() inside)
