@@ -101,44 +101,38 @@ def kernel(fn, *args):
     return fn(*args)
 
 
+def _tell(method: str, *args) -> None:
+    """Call ``method`` of this thread's capture, if one runs (the notes below)."""
+    if active:
+        c = capture()
+        if c is not None:
+            getattr(c, method)(*args)
+
+
 def refuse(what: str) -> None:
     """Python that a replay cannot repeat (``.item()``, ``bool(t)``, a new parameter...): a
     capture raises ``CompileError`` naming the user's line, or (``fallback=True``) gives up
     capturing and lets the call go on eagerly."""
-    if active:
-        c = capture()
-        if c is not None:
-            c.refuse(what)
+    _tell("refuse", what)
 
 
 def note_write(t) -> None:
     """An in-place write into ``t`` is about to run (a capture refuses writes into its inputs)."""
-    if active:
-        c = capture()
-        if c is not None:
-            c.write(t)
+    _tell("write", t)
 
 
 def born(t) -> None:
     """A Tensor was made (an op's output, ``wrap``, ``Tensor(...)``) while this thread may be
     capturing: a capture reads it from the array it was made with, never as a live tensor."""
-    c = capture()
-    if c is not None:
-        c.born(t)
+    _tell("born", t)
 
 
 def guard(obj, attr: str) -> None:
     """The step reads ``obj.attr`` as Python (a module's ``training``): a capture checks, before
     each replay, that it still has the value it had, and captures again when it has not."""
-    if active:
-        c = capture()
-        if c is not None:
-            c.guard(obj, attr)
+    _tell("guard", obj, attr)
 
 
 def assign(obj, attr: str) -> None:
     """The step itself sets ``obj.attr`` (``model.train()`` inside it): no guard on its value."""
-    if active:
-        c = capture()
-        if c is not None:
-            c.assign(obj, attr)
+    _tell("assign", obj, attr)
