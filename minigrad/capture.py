@@ -205,13 +205,18 @@ class Capture:
             if id(a) in self.treg:
                 return self.treg[id(a)] + ".data"
             if id(a) in self._born:
-                if id(d) in self.names:  # a tensor the engine wrapped around a constant (an index)
-                    return self.names[id(d)]
-                raise CompileError(
-                    f"mg.compile: internal error: an operand of {where!r} is a tensor made during the step "
-                    "from an array the capture did not see being made; please report it")
+                return self._known(d, f"an operand of {where!r} is")
             return self._live(a) + ".data"
         return self._value(d)
+
+    def _known(self, d, what):
+        """The register or constant holding ``d``, the array of a tensor made during the step
+        (an op's output, or a tensor the engine wrapped around a constant such as an index)."""
+        r = self.reg.get(id(d)) or self.names.get(id(d))
+        if r is None:
+            raise CompileError(f"mg.compile: internal error: {what} a tensor made during the step from an "
+                               "array the capture did not see being made; please report it")
+        return r
 
     def _kernel_arg(self, a):
         if isinstance(a, Tensor):
@@ -220,11 +225,7 @@ class Capture:
             if id(a) in self.input_tensors:
                 return f"I{self.input_tensors[id(a)]}"
             if id(a) in self._born:
-                r = self.reg.get(id(a.data)) or self.names.get(id(a.data))
-                if r is None:
-                    raise CompileError("mg.compile: internal error: a kernel reads a tensor made during "
-                                       "the step from an array the capture did not see being made")
-                return f"W({r})"
+                return f"W({self._known(a.data, 'a kernel reads')})"
             return self._live(a)
         if is_array(a):
             r = self.reg.get(id(a))
@@ -258,12 +259,9 @@ class Capture:
                 return f"I{self.input_tensors[id(v)]}", []
             if id(v) in self.treg:
                 return self.treg[id(v)], [self.treg[id(v)]]
-            r = self.reg.get(id(v.data)) or self.names.get(id(v.data))
-            if r is not None:
+            if id(v) in self._born or id(v.data) in self.reg:
+                r = self._known(v.data, "the step returns")
                 return f"W({r})", [r]
-            if id(v) in self._born:
-                raise CompileError("mg.compile: internal error: the step returns a tensor whose array "
-                                   "the capture did not see being made")
             return self._live(v), []
         if isinstance(v, (tuple, list)):
             parts = [self._result(x) for x in v]
