@@ -254,10 +254,7 @@ def _call_hooks(hooks, g):
 def _accumulate_leaf(leaf, g, graph):
     if graph:
         g = g if leaf._grad is None else leaf._grad + g
-        if _state.active:  # a captured step (mg.compile) sets it again on each replay
-            _state.kernel(_set_grad, leaf, g)
-        else:
-            leaf._grad = g
+        _state.kernel(_set_grad, leaf, g)  # a captured step (mg.compile) sets it again on each replay
         return
     _state.kernel(_into_grad, leaf, g.data)
 

@@ -248,10 +248,7 @@ class Tensor:
                 raise TypeError(f"grad: assigned grad has dtype {g.dtype} but the tensor has dtype {self.dtype}")
             if g.device != self.device:
                 raise ValueError(f"grad: assigned grad is on {g.device} but the tensor is on {self.device}")
-        if _state.active:  # a captured step (mg.compile) assigns it again on each replay
-            _state.kernel(_set_grad, self, g)
-        else:
-            self._grad = g
+        _state.kernel(_set_grad, self, g)  # a captured step (mg.compile) assigns it again on each replay
 
     def _xp(self):
         """The array module of this tensor's data (numpy or cupy)."""
