@@ -81,7 +81,9 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
     gradients are returned there instead of accumulated into leaves' ``.grad`` (``mg.grad``)."""
     graph = create_graph
     roots = []
-    leaves = {}  # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once
+    # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once. In a first-order
+    # pass the sum is kept as an array, so adding a leaf's gradients makes no Tensor each time
+    leaves = {}
     for t, g in zip(tensors, grads, strict=True):
         if not isinstance(t, Tensor):
             raise TypeError(f"backward: expected Tensors, got {type(t).__name__}")
@@ -93,7 +95,7 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
         g = _seed(t, g, graph)
         e = edge(t)  # a view written since it was taken is re-derived first
         if e.__class__ is not Node and e.__class__ is not tuple:  # a leaf
-            _add_to(leaves, e, g)
+            _add_to(leaves, e, g if graph else g.data)
             continue
         node, idx = (e, 0) if e.__class__ is Node else e
         _node_add(node, idx, g)
@@ -108,6 +110,8 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
         for n in order:
             n._g = None
     for leaf, g in leaves.values():
+        if not graph:
+            g = wrap(g)
         if leaf._hooks:
             g = _call_hooks(leaf._hooks, g)
         if capture is not None:
@@ -213,9 +217,9 @@ def _send(n, grads, leaves, graph):
         else:
             e = leaves.get(id(p))
             if e is None:
-                leaves[id(p)] = [p, gi]
+                leaves[id(p)] = [p, gi if graph else gi.data]
             else:
-                e[1] = e[1] + gi if graph else wrap(_state.kernel(_add, e[1].data, gi.data))
+                e[1] = e[1] + gi if graph else _state.kernel(_add, e[1], gi.data)
 
 
 def _add_to(leaves, leaf, g):
@@ -223,7 +227,7 @@ def _add_to(leaves, leaf, g):
     if e is None:
         leaves[id(leaf)] = [leaf, g]
     else:
-        e[1] = e[1] + g
+        e[1] = e[1] + g  # Tensors, or (first order) arrays
 
 
 def _node_add(node, idx, g):

@@ -333,7 +333,7 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     meta = []
     consts = None
     for a, d in zip(args, datas):  # noqa: B905 - one data per argument (apply made them so); a keyword costs 0.3 us here
-        if isinstance(a, Tensor):
+        if a.__class__ is Tensor or isinstance(a, Tensor):
             if a._rg:
                 m = a._node  # edge(a), inline for the common case
                 parents.append(a if m is None else m if m.view_ver is None and a._oidx == 0 else edge(a))
@@ -380,24 +380,26 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
 
 def _save(op, args, datas, parents):
     """What the rule reads as ``ctx.saved``, and the versions to check before it runs."""
+    n_args = len(args)
+    # ``cross``: an input is kept for the others' gradients; when it alone needs one, it is not kept
+    alone = op.cross and len(parents) - parents.count(None) == 1
     saved = []
-    vers = ()
-    positions = op.save_at or _positions(op.save, len(args))
-    needing = len(parents) - parents.count(None) if op.cross else 0
-    for i in positions:
-        if i >= len(args):
+    vers = []
+    for i in op.save_at or _positions(op.save, n_args):
+        if i >= n_args:
             continue
         a = args[i]
-        if op.cross and needing - (parents[i] is not None) == 0:  # nobody else needs it
+        if alone and parents[i] is not None:
             saved.append(None)
-        elif isinstance(a, Tensor):
+        elif a.__class__ is Tensor or isinstance(a, Tensor):
             saved.append(a)
-            vers += ((a._ver, a._ver[0], i),)
+            v = a._ver
+            vers.append((v, v[0], i))
         elif a is None or isinstance(a, (int, float, bool)):
             saved.append(a)
         else:
             saved.append(wrap(datas[i]))  # an array constant: the rule sees a Tensor
-    return tuple(saved), vers
+    return tuple(saved), tuple(vers)
 
 
 def _positions(save, n):
