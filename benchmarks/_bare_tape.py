@@ -143,3 +143,193 @@ class TensorRuleTape(Tape):
 def chain_tensor_rules(x0, a0, b0, blocks):
     """``chain`` with rules over Tensors: the floor of minigrad's design for this workload."""
     return chain(x0, a0, b0, blocks, TensorRuleTape)
+
+
+# -- the floor of an engine: what each op must keep for the features minigrad promises -------------
+# On top of rules over Tensors, the least that the API and its guarantees need, written as leanly
+# as we can (one path per arity, nothing shared, no error messages):
+# - each op reads the thread's grad mode (a ContextVar, as minigrad's per-thread modes);
+# - each output is a Tensor with what the API reads: data, requires_grad, grad, grad_fn and a
+#   version counter (in-place safety);
+# - each recorded op is a Node: its inputs' edges, their shapes and dtypes (a broadcast gradient is
+#   summed back to its input, a mixed-dtype one cast), the tensors its rule reads with their versions
+#   at that moment, and its place in creation order;
+# - backward walks the Nodes reachable from the root in reverse creation order (no recursion, any
+#   graph, not a Wengert list of everything recorded), checks each saved version, checks each gradient
+#   against its input, sums gradients, accumulates leaves' grads, and frees what each Node saved;
+# - rules call the same ops (recording off), so create_graph would record them.
+# Left out: views, hooks, observers (profile, anomaly), several outputs, devices, error messages.
+
+import contextvars  # noqa: E402
+import operator  # noqa: E402
+
+_mode = contextvars.ContextVar("floor_grad_mode", default=True)
+
+
+class ET:
+    __slots__ = ("data", "rg", "grad", "node", "ver")
+
+    def __mul__(self, o):
+        return _op2(self, o, self.data * o.data, _et_mul_rule, (self, o))
+
+    def __add__(self, o):
+        return _op2(self, o, self.data + o.data, _et_add_rule, None)
+
+    def tanh(self):
+        out = np.tanh(self.data)
+        t = _op1(self, out, _et_tanh_rule, None)
+        if t.node is not None:
+            t.node.saved = (out,)  # the output's array (not the Tensor: no cycle); the rule wraps it
+            t.node.vers = ((t.ver, 0),)
+        return t
+
+
+class ENode:
+    __slots__ = ("rule", "parents", "meta", "saved", "vers", "seq", "g")
+
+
+_eseq = [0]
+_seq_of = operator.attrgetter("seq")
+
+
+def _tensor(data):
+    t = _new(ET)
+    t.data = data
+    t.rg = False
+    t.grad = t.node = None
+    t.ver = [0]
+    return t
+
+
+def _node(rule, parents, meta, saved):
+    n = _new(ENode)
+    n.rule = rule
+    n.parents = parents
+    n.meta = meta
+    n.saved = saved
+    if saved is None:
+        n.vers = ()
+    elif len(saved) == 2:
+        x, y = saved
+        n.vers = ((x.ver, x.ver[0]), (y.ver, y.ver[0]))
+    else:
+        n.vers = ((saved[0].ver, saved[0].ver[0]),)
+    n.seq = _eseq[0]
+    _eseq[0] += 1
+    n.g = None
+    return n
+
+
+def _op1(x, out, rule, saved):
+    t = _tensor(out)
+    if x.rg and _mode.get():
+        d = x.data
+        t.node = _node(rule, (x.node or x,), ((d.shape, d.dtype),), saved)
+        t.rg = True
+    return t
+
+
+def _op2(x, y, out, rule, saved):
+    t = _tensor(out)
+    if (x.rg or y.rg) and _mode.get():
+        xd, yd = x.data, y.data
+        t.node = _node(rule, ((x.node or x) if x.rg else None, (y.node or y) if y.rg else None),
+                       ((xd.shape, xd.dtype), (yd.shape, yd.dtype)), saved)
+        t.rg = True
+    return t
+
+
+def _et_mul_rule(g, saved):
+    x, y = saved
+    return g * y, g * x
+
+
+def _et_add_rule(g, saved):
+    return g, g
+
+
+def _et_tanh_rule(g, saved):
+    y = _tensor(saved[0])  # one op, as minigrad's tanh_backward: g (1 - y^2)
+    yd = y.data
+    return (_op2(g, y, g.data * (1.0 - yd * yd), _et_tanh_backward_rule, (g, y)),)
+
+
+def _et_tanh_backward_rule(g, saved):  # second order; never runs in this first-order benchmark
+    raise NotImplementedError
+
+
+class EngineTape:
+    """The engine floor: ``leaf``/``mul``/``add``/``tanh`` as ``Tape``'s, over ``ET`` tensors."""
+
+    def leaf(self, a):
+        t = _tensor(a)
+        t.rg = True
+        return t
+
+    def mul(self, x, y):
+        return x * y
+
+    def add(self, x, y):
+        return x + y
+
+    def tanh(self, x):
+        return x.tanh()
+
+    def seed(self, root):
+        return _tensor(np.ones_like(root.data))
+
+    def array(self, g):
+        return g
+
+    def backward(self, root, g):
+        token = _mode.set(False)
+        try:
+            self._walk(root, g)
+        finally:
+            _mode.reset(token)
+        return self
+
+    def _walk(self, root, g):
+        root.node.g = g
+        seen = {root.node}
+        stack = [root.node]
+        while stack:
+            for p in stack.pop().parents:
+                if p.__class__ is ENode and p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        order = sorted(seen, key=_seq_of, reverse=True)
+        leaves = {}
+        for n in order:
+            g = n.g
+            n.g = None
+            for cell, v in n.vers:
+                if cell[0] != v:
+                    raise RuntimeError("modified in place")
+            for p, gi, (shape, dtype) in zip(n.parents, n.rule(g, n.saved), n.meta, strict=True):
+                if p is None:
+                    continue
+                d = gi.data
+                if d.shape != shape:
+                    gi = _tensor(d.sum(axis=tuple(range(d.ndim - len(shape)))).reshape(shape))
+                if d.dtype != dtype:
+                    gi = _tensor(d.astype(dtype))
+                if p.__class__ is ENode:
+                    p.g = gi if p.g is None else p.g + gi
+                else:
+                    cur = leaves.get(id(p))
+                    leaves[id(p)] = (p, gi.data if cur is None else cur[1] + gi.data)
+            n.saved = None
+        for leaf, total in leaves.values():
+            leaf.grad = _tensor(total)
+
+
+def chain_engine_floor(x0, a0, b0, blocks):
+    """bench_core's chain on the engine floor: the gradient of sum(y) with respect to x."""
+    t = EngineTape()
+    x, a, b = t.leaf(x0), t.leaf(a0), t.leaf(b0)
+    y = x
+    for _ in range(blocks):
+        y = ((y * a + b) * a + b).tanh()
+    t.backward(y, t.seed(y))
+    return x.grad.data

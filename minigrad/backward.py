@@ -110,6 +110,9 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
         for n in order:
             n._g = None
     for leaf, g in leaves.values():
+        if not (graph or leaf._hooks or capture is not None):
+            _state.kernel(_into_grad, leaf, g)  # first order: the summed array into .grad
+            continue
         if not graph:
             g = wrap(g)
         if leaf._hooks:

@@ -77,6 +77,9 @@ def log_softmax(x, dim=-1):
 # -- cross entropy ---------------------------------------------------------------------------
 
 
+_UNSIGNED = {k: np.dtype(f"u{k}") for k in (1, 2, 4, 8)}
+
+
 def _targets(target, n, c, op, xd):
     """Integer class indices as a backend int array, checked against ``c`` classes."""
     td = target.data if isinstance(target, Tensor) else target
@@ -95,11 +98,11 @@ def _targets(target, n, c, op, xd):
         td = np.asarray(td)
     elif not _be.is_cupy_array(td):
         td = _be.to_device(np.asarray(td), _be.device_of(xd))
-    if n:
+    # one pass: viewed as unsigned integers, negative targets are huge too
+    if n and int((td.view(_UNSIGNED[td.dtype.itemsize]) if td.dtype.kind == "i" else td).max()) >= c:
         lo, hi = int(td.min()), int(td.max())
-        if lo < 0 or hi >= c:
-            bad = lo if lo < 0 else hi
-            raise IndexError(f"{op}: target {bad} is out of bounds for {c} classes (valid [0, {c - 1}])")
+        bad = lo if lo < 0 else hi
+        raise IndexError(f"{op}: target {bad} is out of bounds for {c} classes (valid [0, {c - 1}])")
     return td
 
 
