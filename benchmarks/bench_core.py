@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minigrad as mg  # noqa: E402
-from _bare_tape import chain as bare_chain, chain_tensor_rules  # noqa: E402
+from _bare_tape import chain as bare_chain, chain_engine_floor, chain_tensor_rules  # noqa: E402
 from _harness import bench_side_by_side, report, torch_or_none  # noqa: E402
 
 BLOCKS = 200  # each block tanh((x*a+b)*a+b) is 5 ops (mul, add, mul, add, tanh): 1000 ops
@@ -82,9 +82,13 @@ def chain_workloads(n=16):
     def rules_run():
         return chain_tensor_rules(x0, a0, b0, BLOCKS)
 
-    assert np.allclose(bare_run(), mg_run().numpy())
-    assert np.allclose(rules_run(), mg_run().numpy())
+    def engine_run():
+        return chain_engine_floor(x0, a0, b0, BLOCKS)
+
+    for floor in (bare_run, rules_run, engine_run):
+        assert np.allclose(floor(), mg_run().numpy())
     bare_run.tensor_rules = rules_run
+    bare_run.engine = engine_run
     return mg_run, np_run, th_run, bare_run
 
 
@@ -130,12 +134,14 @@ def main():
     rows = []
     targets = {}
     mg_run, np_run, th_run, bare_run = chain_workloads()
-    fns = {"minigrad": mg_run, "numpy": np_run, "bare": bare_run, "rules": bare_run.tensor_rules}
+    fns = {"minigrad": mg_run, "numpy": np_run, "bare": bare_run, "rules": bare_run.tensor_rules,
+           "engine": bare_run.engine}
     if th_run:
         fns["torch"] = th_run
     t = bench_side_by_side(fns)
     bare = t.pop("bare")
     rules = t.pop("rules")
+    engine = t.pop("engine")
     name = "chain 1000 ops (16 float64), fwd+bwd"
     rows.append((name, t))
     targets[name] = "<= 2.0x the bare tape"
@@ -159,6 +165,10 @@ def main():
     print(f"the bare tape with rules over Tensors (minigrad's design; _bare_tape.chain_tensor_rules): "
           f"{rules * 1e3:.2f} us per op = {rules / bare:.2f}x the bare tape; minigrad = "
           f"{rows[0][1]['minigrad'] / rules:.2f}x that floor")
+    print(f"the engine floor (_bare_tape.chain_engine_floor: rules over Tensors, plus per op the grad mode, "
+          f"a Tensor with grad and version, a Node with edges, shapes and saved versions; a walk of the "
+          f"reachable Nodes): {engine * 1e3:.2f} us per op = {engine / bare:.2f}x the bare tape; minigrad = "
+          f"{rows[0][1]['minigrad'] / engine:.2f}x that floor")
 
 
 if __name__ == "__main__":
