@@ -83,7 +83,7 @@ _UNSIGNED = {k: np.dtype(f"u{k}") for k in (1, 2, 4, 8)}
 def _targets(target, n, c, op, xd):
     """Integer class indices as a backend int array, checked against ``c`` classes."""
     td = target.data if isinstance(target, Tensor) else target
-    if isinstance(td, (list, tuple, numbers.Integral)):
+    if td.__class__ is not np.ndarray and isinstance(td, (list, tuple, numbers.Integral)):
         td = np.asarray(td)
     if not hasattr(td, "dtype") or td.dtype.kind not in "iu":
         kind = getattr(td, "dtype", type(td).__name__)
@@ -93,8 +93,7 @@ def _targets(target, n, c, op, xd):
         )
     if tuple(td.shape) != (n,):
         raise ValueError(f"{op}: input of shape {tuple(xd.shape)} needs a target of shape ({n},), got {tuple(td.shape)}")
-    xp = _be.array_module(xd)
-    if xp is np:
+    if xd.__class__ is np.ndarray or _be.array_module(xd) is np:
         td = np.asarray(td)
     elif not _be.is_cupy_array(td):
         td = _be.to_device(np.asarray(td), _be.device_of(xd))
