@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend as _be
 from ..engine import apply
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
@@ -41,7 +40,8 @@ def _mm_samples(rng):
             Sample(r((3, 4)), r((4,))), Sample(r((4,)), r((4,))), Sample(r((2, 1, 3, 4)), r((3, 4, 2)))]
 
 
-MATMUL = defop("matmul", lambda xp, a, b: _be.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other", ufunc="matmul",
+# xp: the operands' module, as apply found it (no second look-up per call)
+MATMUL = defop("matmul", lambda xp, a, b: xp.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other", ufunc="matmul",
                samples=_mm_samples, torch=lambda th, a, b: a @ b)
 
 
@@ -100,7 +100,7 @@ def outer(a, b):
 def _linear_fwd(xp, x, w, b=None):
     if x.ndim > 2:  # as rows: NumPy's stacked product with a transposed operand is slow
         return _linear_fwd(xp, x.reshape(-1, x.shape[-1]), w, b).reshape(x.shape[:-1] + (w.shape[0],))
-    out = xp.matmul(x, w.T)  # xp: the arrays' module (apply found it), as _be.matmul would
+    out = xp.matmul(x, w.T)  # xp: the arrays' module (apply found it)
     if b is not None:
         if out.dtype == b.dtype and out.ndim >= 1:
             out += b  # a fresh array: add the bias in place, no temporary
@@ -154,14 +154,16 @@ def linear(x, weight, bias=None):
         if hasattr(x, "_sparse_values_for_grad"):
             raise TypeError("linear: got a sparse tensor; use mg.sparse.matmul for sparse inputs")
         x = Tensor(x)
-    xs, ws = tuple(x.shape), tuple(weight.shape)
+    xd = x.data  # the arrays, read once: each property costs a call
+    wd = weight.data if isinstance(weight, Tensor) else weight
+    xs, ws = tuple(xd.shape), tuple(wd.shape)
     if len(ws) != 2 or len(xs) < 1 or xs[-1] != ws[1]:
         raise ValueError(
             f"linear: input of shape {xs} does not match weight of shape {ws} "
             f"(expected input (..., {ws[1] if len(ws) == 2 else '?'}) and weight (out, in))"
         )
-    if x.dtype != weight.dtype and x.dtype.kind == "f" and weight.dtype.kind == "f":
-        raise TypeError(f"linear: input dtype {x.dtype} differs from the weight's {weight.dtype}; cast one "
+    if xd.dtype != wd.dtype and xd.dtype.kind == "f" and wd.dtype.kind == "f":
+        raise TypeError(f"linear: input dtype {xd.dtype} differs from the weight's {wd.dtype}; cast one "
                         "(x.astype(w.dtype) or model.to(dtype)), as PyTorch requires")
     if bias is None:
         return apply(LINEAR, x, weight)
