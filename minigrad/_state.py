@@ -40,11 +40,16 @@ _mode: ContextVar[Mode] = ContextVar("minigrad_mode", default=_DEFAULT)
 get = _mode.get
 
 
+_NO_GRAD = Mode(False)  # immutable like _DEFAULT: no_grad() and backward share it when nobody watches
+
+
 def set_grad(enabled: bool):
     """Switch recording for this thread; returns the token that ``reset`` takes."""
     m = _mode.get()
     if m.grad is enabled:
         return _mode.set(m)
+    if not m.observers:
+        return _mode.set(_DEFAULT if enabled else _NO_GRAD)
     return _mode.set(Mode(enabled, m.observers))
 
 
