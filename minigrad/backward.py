@@ -109,19 +109,18 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
         _state.reset(token)
         for n in order:
             n._g = None
-    for leaf, g in leaves.values():
-        if not (graph or leaf._hooks or capture is not None):
-            _state.kernel(_into_grad, leaf, g)  # first order: the summed array into .grad
-            continue
-        if not graph:
-            g = wrap(g)
-        if leaf._hooks:
-            g = _call_hooks(leaf._hooks, g)
+    for leaf, g in leaves.values():  # g: a Tensor with create_graph, else an array
+        if leaf._hooks:  # hooks see (and return) Tensors
+            g = _call_hooks(leaf._hooks, g if graph else wrap(g))
+            g = g if graph else g.data
         if capture is not None:
             if id(leaf) in capture:
-                _capture_add(capture, id(leaf), g)
+                _capture_add(capture, id(leaf), g if graph else wrap(g))
+        elif graph:
+            g = g if leaf._grad is None else leaf._grad + g
+            _state.kernel(_set_grad, leaf, g)  # a captured step (mg.compile) sets it again on each replay
         else:
-            _accumulate_leaf(leaf, g, graph)
+            _state.kernel(_into_grad, leaf, g)
 
 
 def _walk(order, graph, retain_graph, capture, leaves):
@@ -256,14 +255,6 @@ def _call_hooks(hooks, g):
                 raise TypeError(f"a gradient hook must return a Tensor or None, got {type(r).__name__}")
             g = r
     return g
-
-
-def _accumulate_leaf(leaf, g, graph):
-    if graph:
-        g = g if leaf._grad is None else leaf._grad + g
-        _state.kernel(_set_grad, leaf, g)  # a captured step (mg.compile) sets it again on each replay
-        return
-    _state.kernel(_into_grad, leaf, g.data)
 
 
 def _into_grad(leaf, g):
