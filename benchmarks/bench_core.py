@@ -22,7 +22,7 @@ from _harness import bench_side_by_side, report, torch_or_none  # noqa: E402
 BLOCKS = 200  # each block tanh((x*a+b)*a+b) is 5 ops (mul, add, mul, add, tanh): 1000 ops
 
 
-def chain_workloads(n=16):
+def chain_workloads(n=16, mg=mg):  # mg: the minigrad to time (compare.py passes another)
     rng = np.random.default_rng(0)
     x0, a0, b0 = (rng.standard_normal(n) * 0.5 for _ in range(3))
     a0 = 0.5 + 0.1 * a0
@@ -92,7 +92,7 @@ def chain_workloads(n=16):
     return mg_run, np_run, th_run, bare_run
 
 
-def sum_workloads(dtype):
+def sum_workloads(dtype, mg=mg):
     rng = np.random.default_rng(0)
     x0 = rng.standard_normal((100, 1000, 100)).astype(dtype)
     w0 = rng.standard_normal((100, 100)).astype(dtype)

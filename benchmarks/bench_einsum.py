@@ -34,12 +34,15 @@ from _harness import bench_side_by_side, blas_threads  # noqa: E402
 B, T, D = 32, 128, 64
 
 
-def workloads():
+def inputs():
     rng = np.random.default_rng(0)
-    q0 = rng.standard_normal((B, T, D)).astype(np.float32)
-    k0 = rng.standard_normal((B, T, D)).astype(np.float32)
-    runs = {}
-    q = mg.from_numpy(q0).requires_grad_()  # leaves made once, as torch's below
+    return (rng.standard_normal((B, T, D)).astype(np.float32), rng.standard_normal((B, T, D)).astype(np.float32))
+
+
+def einsum_step(q0, k0, mg=mg):
+    """minigrad's step (``mg``: the minigrad to time; compare.py passes another): the gradients
+    of q and k of (einsum('bqd,bkd->bqk') ** 2).sum()."""
+    q = mg.from_numpy(q0).requires_grad_()  # leaves made once, as torch's
     k = mg.from_numpy(k0).requires_grad_()
 
     def mg_einsum():
@@ -47,6 +50,28 @@ def workloads():
         s = mg.einsum("bqd,bkd->bqk", q, k)
         (s * s).sum().backward()
         return q.grad.data, k.grad.data
+
+    return mg_einsum
+
+
+def numpy_floor(q0, k0):
+    """The floor the issue names: np.einsum(optimize=True), backward by hand."""
+    def np_einsum():
+        s = np.einsum("bqd,bkd->bqk", q0, k0, optimize=True)
+        g = 2 * s
+        gq = np.einsum("bqk,bkd->bqd", g, k0, optimize=True)
+        gk = np.einsum("bqk,bqd->bkd", g, q0, optimize=True)
+        return gq, gk
+
+    return np_einsum
+
+
+def workloads():
+    q0, k0 = inputs()
+    runs = {}
+    q = mg.from_numpy(q0).requires_grad_()  # leaves made once, as torch's below
+    k = mg.from_numpy(k0).requires_grad_()
+    mg_einsum = einsum_step(q0, k0)
 
     def mg_einops():
         q.grad = k.grad = None
@@ -60,12 +85,7 @@ def workloads():
         (s * s).sum().backward()
         return q.grad.data, k.grad.data
 
-    def np_einsum():  # the floor the issue names: np.einsum(optimize=True), backward by hand
-        s = np.einsum("bqd,bkd->bqk", q0, k0, optimize=True)
-        g = 2 * s
-        gq = np.einsum("bqk,bkd->bqd", g, k0, optimize=True)
-        gk = np.einsum("bqk,bqd->bkd", g, q0, optimize=True)
-        return gq, gk
+    np_einsum = numpy_floor(q0, k0)
 
     def np_matmul():
         s = np.matmul(q0, k0.transpose(0, 2, 1))
