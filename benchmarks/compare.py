@@ -21,9 +21,11 @@ worth less than that needs several runs, in a quiet spell, before it is believed
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib.util
 import io
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -47,6 +49,7 @@ def load_revision(rev: str):
     data = subprocess.run(["git", "-C", ROOT, "archive", rev, "minigrad"], check=True,
                           capture_output=True).stdout
     where = tempfile.mkdtemp(prefix="minigrad_rev_")
+    atexit.register(shutil.rmtree, where, ignore_errors=True)
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(where, filter="data")
     pkg = os.path.join(where, "minigrad")
