@@ -120,7 +120,7 @@ def sub(x, y):
 def _mul_rule(ctx, g):
     x, y = ctx.saved  # each saved only when the other input needs a gradient
     if x is y and x is not None and ctx.parents[0] is ctx.parents[1]:
-        return g * x * 2.0, None  # x * x: one gradient, 2 g x, not g x twice and their sum
+        return scaled_mul(g, x, 2.0), None  # x * x: one gradient, 2 g x, not g x twice and their sum
     return (None if y is None else g * y), (None if x is None else g * x)
 
 
@@ -132,6 +132,37 @@ MUL = defop("mul", lambda xp, x, y: x * y, _mul_rule, save=(0, 1), cross=True, b
 def mul(x, y):
     """x * y with NumPy broadcasting."""
     return apply(MUL, x, y)
+
+
+def _scaled_mul_fwd(xp, x, y, c):
+    """``c x y`` into one fresh array. A gradient that is one value broadcast (a sum's, a mean's)
+    has no strides: then it is ``y (c x0)``, one pass over ``y`` (the same bits: c is a power of
+    two where the rules use it)."""
+    if x.shape == y.shape and x.ndim and x.size:
+        for a, b in ((x, y), (y, x)):
+            if not any(a.strides):
+                return b * (c * a[(0,) * a.ndim])
+    out = x * y
+    out *= c  # fresh: scaled in place, no second temporary (a NumPy scalar is rebound instead)
+    return out
+
+
+def _scaled_mul_rule(ctx, gg, c):
+    x, y = ctx.saved
+    return (None if y is None else scaled_mul(gg, y, c)), (None if x is None else scaled_mul(gg, x, c))
+
+
+# c * x * y as one op: the gradient of x * x and of x ** 2 (2 g x), one array where two temporaries were
+SCALED_MUL = defop("scaled_mul", _scaled_mul_fwd, _scaled_mul_rule, save=(0, 1), cross=True, broadcast=True,
+                   kind="elementwise", torch=lambda th, x, y, c: c * x * y,
+                   samples=lambda rng: [Sample(_r(rng, 3, 4), _r(rng, 3, 4), c=2.0),
+                                        Sample(_r(rng, 3, 1), _r(rng, 1, 4), c=-0.5),
+                                        Sample(_r(rng), _r(rng, 4), c=3.0)])
+
+
+def scaled_mul(x, y, c):
+    """``c * x * y`` for Tensors ``x``, ``y`` and a number ``c`` (internal: rules use it)."""
+    return apply(SCALED_MUL, x, y, c=c)
 
 
 def _div_rule(ctx, g):
@@ -160,7 +191,7 @@ def _pow_rule(ctx, g):
         elif y == 0:
             gx = g * 0.0
         else:
-            gx = g * (2 * x if y == 2 else y * x ** (y - 1))
+            gx = scaled_mul(g, x, 2.0) if y == 2 else g * (y * x ** (y - 1))
     if ctx.parents[1] is not None and not isinstance(x, Tensor):  # a number to a tensor power
         gy = g * x ** y * float(np.log(x)) if x != 0 else g * 0.0
     elif ctx.parents[1] is not None:  # d/dy x**y = x**y log x, and 0 where x == 0 (PyTorch's convention)
