@@ -54,10 +54,13 @@ def einsum_step(q0, k0, mg=mg):
     return mg_einsum
 
 
-def numpy_floor(q0, k0):
-    """The floor the issue names: np.einsum(optimize=True), backward by hand."""
+def numpy_floor(q0, k0, loss=False):
+    """The floor the issue names: np.einsum(optimize=True), backward by hand; with ``loss``, it
+    also computes the loss it differentiates, as every other row does."""
     def np_einsum():
         s = np.einsum("bqd,bkd->bqk", q0, k0, optimize=True)
+        if loss:
+            (s * s).sum()
         g = 2 * s
         gq = np.einsum("bqk,bkd->bqd", g, k0, optimize=True)
         gk = np.einsum("bqk,bqd->bkd", g, q0, optimize=True)
@@ -97,13 +100,7 @@ def workloads():
     runs["minigrad einsum 'bqd,bkd->bqk'"] = mg_einsum
     runs["minigrad einsum (einops grammar)"] = mg_einops
     runs["minigrad q @ k.mT"] = mg_matmul
-    def np_einsum_loss():  # the same, computing the loss it differentiates, as every other row does
-        s = np.einsum("bqd,bkd->bqk", q0, k0, optimize=True)
-        (s * s).sum()
-        g = 2 * s
-        gq = np.einsum("bqk,bkd->bqd", g, k0, optimize=True)
-        gk = np.einsum("bqk,bqd->bkd", g, q0, optimize=True)
-        return gq, gk
+    np_einsum_loss = numpy_floor(q0, k0, loss=True)
 
     runs["numpy np.einsum(optimize=True) + manual bwd"] = np_einsum
     runs["numpy np.einsum + the loss + manual bwd"] = np_einsum_loss
