@@ -324,3 +324,87 @@ def chain_engine_floor(x0, a0, b0, blocks):
         y = ((y * a + b) * a + b).tanh()
     t.backward(y, t.seed(y))
     return x.grad.data
+
+
+# -- the engine floor for bench_mlp's step: linear, tanh, softmax cross-entropy and SGD -------------
+# The same floor (ET tensors, ENode, EngineTape's walk) with the three ops the MLP step records. As
+# minigrad's, linear is one op (x @ w.T + b) whose rule skips the input's gradient when the input
+# needs none, and cross-entropy is one op whose forward keeps softmax for its rule, which makes
+# (softmax - onehot) * g / n as one op. Left out beside the chain's list: modules (the step calls
+# the functions), the read-only view of each .grad, and input checks (the target bounds check stays:
+# NumPy would wrap a negative target silently).
+
+
+def _op3(x, w, b, out, rule, saved):
+    t = _tensor(out)
+    if (x.rg or w.rg or b.rg) and _mode.get():
+        xd, wd, bd = x.data, w.data, b.data
+        t.node = _node(rule, ((x.node or x) if x.rg else None, (w.node or w) if w.rg else None,
+                              (b.node or b) if b.rg else None),
+                       ((xd.shape, xd.dtype), (wd.shape, wd.dtype), (bd.shape, bd.dtype)), saved)
+        t.rg = True
+    return t
+
+
+def linear(x, w, b):
+    out = x.data @ w.data.T
+    out += b.data  # a fresh array: the bias goes in in place, as minigrad's linear does
+    return _op3(x, w, b, out, _linear_rule, (x, w))
+
+
+def _linear_rule(g, saved):
+    x, w = saved
+    gd = g.data
+    gx = _op2(g, w, gd @ w.data, _first_order_only, (g, w)) if x.rg else None
+    gw = _op2(g, x, gd.T @ x.data, _first_order_only, (g, x))
+    gb = _op1(g, np.add.reduce(gd, 0), _first_order_only, None)
+    return gx, gw, gb
+
+
+def cross_entropy(z, target):
+    """The mean softmax cross-entropy of logits ``z`` (N, C) and integer ``target`` (N,)."""
+    zd = z.data
+    n, c = zd.shape
+    if n and int(target.view(np.uint64).max()) >= c:  # one pass: negatives are huge unsigned
+        raise IndexError("target out of bounds")
+    s = zd - zd.max(axis=1, keepdims=True)
+    picked = s[np.arange(n), target]
+    np.exp(s, out=s)
+    sums = np.add.reduce(s, 1, None, None, True)
+    loss = np.log(sums[:, 0])
+    loss -= picked
+    s /= sums  # softmax(z): the rule's
+    t = _tensor(np.asarray(loss.mean()))
+    if z.rg and _mode.get():
+        t.node = n_ = _node(_ce_rule, (z.node or z,), ((zd.shape, zd.dtype),), None)
+        n_.saved = (target, s)
+        n_.vers = ((z.ver, z.ver[0]),)  # the logits are saved for the second order
+        t.rg = True
+    return t
+
+
+def _ce_rule(g, saved):
+    target, probs = saved
+    p = probs.copy()
+    n = p.shape[0]
+    p[np.arange(n), target] -= 1
+    p *= g.data / n
+    return (_op1(g, p, _first_order_only, None),)
+
+
+def _first_order_only(g, saved):  # the second order of the rules' ops: never runs here
+    raise NotImplementedError
+
+
+def sgd_step(params, lr):
+    """``p -= lr * p.grad`` for each parameter with a gradient; an in-place write bumps the version."""
+    for p in params:
+        g = p.grad
+        if g is not None:
+            p.data -= lr * g.data
+            p.ver[0] += 1
+
+
+def zero_grad(params):
+    for p in params:
+        p.grad = None

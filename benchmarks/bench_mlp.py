@@ -165,6 +165,34 @@ def make_numpy_tuned(weights, X, y):
     return step, Ws
 
 
+# -- the engine floor --------------------------------------------------------------------------
+
+
+def make_engine_floor(weights, X, y):
+    """The step on ``_bare_tape``'s engine floor: the leanest tape with what minigrad's API and
+    guarantees need per op (grad mode, versions, input shapes, a walk in creation order)."""
+    import _bare_tape as ef
+
+    params = []
+    for W, b in weights:
+        pw, pb = ef.EngineTape().leaf(W.copy()), ef.EngineTape().leaf(b.copy())
+        params += [pw, pb]
+    xb = ef._tensor(X)
+    lr = np.float32(LR)
+
+    def step():
+        ef.zero_grad(params)
+        W1, b1, W2, b2, W3, b3 = params
+        h = ef.linear(xb, W1, b1).tanh()
+        h = ef.linear(h, W2, b2).tanh()
+        loss = ef.cross_entropy(ef.linear(h, W3, b3), y)
+        ef.EngineTape().backward(loss, ef._tensor(np.ones_like(loss.data)))
+        ef.sgd_step(params, lr)
+        return loss
+
+    return step, params
+
+
 # -- PyTorch -----------------------------------------------------------------------------------
 
 
@@ -206,6 +234,11 @@ def check_agreement(weights, X, y, torch):
         l_np = float(s_np())
     W_mg = model[0].weight.detach().numpy()
     assert np.allclose(W_mg, Ws[0][0], atol=1e-5), "minigrad and the NumPy floor disagree"
+    s_floor, Wf = make_engine_floor(weights, X, y)
+    for _ in range(3):
+        l_floor = float(s_floor().data)
+    assert np.allclose(Wf[0].data, Ws[0][0], atol=1e-5) and abs(l_floor - l_np) < 1e-4, \
+        "the engine floor disagrees"
     s_tuned, Wt = make_numpy_tuned(weights, X, y)
     for _ in range(3):
         s_tuned()
@@ -272,16 +305,19 @@ def main(argv=None):
     rows = []
     targets = {}
     tuned = {}
+    floors = {}
     for batch in (64, X.shape[0]):
         Xb, yb = X[:batch], y[:batch]
         impls = {"minigrad": make_minigrad(weights, Xb, yb)[0], "numpy": make_numpy(weights, Xb, yb)[0],
-                 "numpy, tuned": make_numpy_tuned(weights, Xb, yb)[0]}
+                 "numpy, tuned": make_numpy_tuned(weights, Xb, yb)[0],
+                 "engine floor": make_engine_floor(weights, Xb, yb)[0]}
         if torch is not None:
             impls["torch"] = make_torch(torch, weights, Xb, yb)[0]
         times = bench_side_by_side(impls, rounds=3, repeat=args.repeat, min_time=0.2)
         name = f"MLP step, batch {batch}"
         rows.append((name, times))
         tuned[name] = times.pop("numpy, tuned")
+        floors[name] = times.pop("engine floor"), times["minigrad"], times["numpy"]
         targets[name] = "<= 1.4x numpy" if batch == 64 else "<= 1.1x numpy"
     report("MLP 64-128-128-10 tanh, cross-entropy, SGD (float32), one training step", rows, targets)
     parts = []
@@ -290,6 +326,10 @@ def main(argv=None):
         parts.append(f"{name.split(', ')[1]}: {t * 1e6:.1f}us"
                      + (f" = {t / times['torch']:.2f}x torch" if "torch" in times else ""))
     print("NumPy tuned by hand (in place, BLAS column sums), for scale: " + "; ".join(parts))
+    print("the engine floor (_bare_tape: the leanest tape with minigrad's per-op guarantees, one path "
+          "per arity), for scale: " + "; ".join(
+              f"{name.split(', ')[1]}: {f * 1e6:.1f}us = {f / n:.2f}x numpy; minigrad {m / f:.2f}x it"
+              for name, (f, m, n) in floors.items()))
     anomaly_overhead(weights, X[:64], y[:64], args.repeat)
     if args.steps:
         memory_run(X, y, args.steps)
