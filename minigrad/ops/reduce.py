@@ -113,6 +113,8 @@ def _reduce_samples(rng):
 def _sum_fwd(xp, x, axes, keepdims, dtype=None):
     if not axes:  # () : no reduction, an identity copy (NumPy / OpenVINO ReduceSum)
         return x.astype(dtype) if dtype is not None else x.copy()
+    if x.__class__ is np.ndarray:  # what ndarray.sum calls, without its Python wrapper (0.4 us)
+        return np.add.reduce(x, axes, dtype, None, keepdims)
     return x.sum(axes, dtype, None, keepdims)
 
 
