@@ -74,7 +74,9 @@ def workloads(old):
         step = bench_mlp.make_minigrad(weights, X[:n], y[:n])[0]
         out.append((f"MLP step, batch {n}", {"now": step,
                                              "rev": bench_mlp.make_minigrad(weights, X[:n], y[:n], mg=old)[0],
-                                             "numpy": bench_mlp.make_numpy(weights, X[:n], y[:n])[0]}, "numpy"))
+                                             "numpy": bench_mlp.make_numpy(weights, X[:n], y[:n])[0],
+                                             "engine floor": bench_mlp.make_engine_floor(weights, X[:n], y[:n])[0]},
+                    "numpy"))
     q0, k0 = bench_einsum.inputs()
     out.append(("einsum attention scores", {"now": bench_einsum.einsum_step(q0, k0),
                                             "rev": bench_einsum.einsum_step(q0, k0, mg=old),
@@ -90,11 +92,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("rev", help="the git revision to compare the working tree with (e.g. HEAD~3)")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds per workload (best of)")
+    ap.add_argument("--only", default="", help="run the workloads whose name contains this (e.g. 'MLP step, batch 64')")
     args = ap.parse_args(argv)
     old = load_revision(args.rev)
     print(f"now: the working tree; rev: {args.rev}; best of {args.rounds} interleaved rounds")
     print(f"{'workload':30s} {'contender':14s} {'time':>11s} {'/ floor':>8s}")
     for name, fns, floor in workloads(old):
+        if args.only not in name:
+            continue
         best = bench_side_by_side(fns, rounds=args.rounds)
         for who, t in best.items():
             print(f"{name:30s} {who:14s} {t * 1e6:9.1f}us {t / best[floor]:7.2f}x")
