@@ -4,6 +4,7 @@ digits data, float32, side by side:
 - minigrad (nn.Sequential + F.cross_entropy + optim.SGD),
 - hand-written NumPy forward + manual backward (the floor), and the same tuned by hand (in
   place, BLAS column sums) to show what NumPy itself can reach,
+- the engine floor (``_bare_tape``: the leanest tape with minigrad's per-op guarantees), for scale,
 - PyTorch CPU with the same number of threads (when installed).
 
 Targets (issue 17), against the plain NumPy floor in the same run: batch 64 <= 1.4x, full batch
