@@ -376,9 +376,9 @@ def cross_entropy(z, target):
     s /= sums  # softmax(z): the rule's
     t = _tensor(np.asarray(loss.mean()))
     if z.rg and _mode.get():
-        t.node = n_ = _node(_ce_rule, (z.node or z,), ((zd.shape, zd.dtype),), None)
-        n_.saved = (target, s)
-        n_.vers = ((z.ver, z.ver[0]),)  # the logits are saved for the second order
+        t.node = node = _node(_ce_rule, (z.node or z,), ((zd.shape, zd.dtype),), None)
+        node.saved = (target, s)
+        node.vers = ((z.ver, z.ver[0]),)  # the logits are saved for the second order
         t.rg = True
     return t
 

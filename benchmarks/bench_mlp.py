@@ -174,10 +174,8 @@ def make_engine_floor(weights, X, y):
     guarantees need per op (grad mode, versions, input shapes, a walk in creation order)."""
     import _bare_tape as ef
 
-    params = []
-    for W, b in weights:
-        pw, pb = ef.EngineTape().leaf(W.copy()), ef.EngineTape().leaf(b.copy())
-        params += [pw, pb]
+    tape = ef.EngineTape()
+    params = [tape.leaf(a.copy()) for W, b in weights for a in (W, b)]
     xb = ef._tensor(X)
     lr = np.float32(LR)
 
@@ -187,7 +185,7 @@ def make_engine_floor(weights, X, y):
         h = ef.linear(xb, W1, b1).tanh()
         h = ef.linear(h, W2, b2).tanh()
         loss = ef.cross_entropy(ef.linear(h, W3, b3), y)
-        ef.EngineTape().backward(loss, ef._tensor(np.ones_like(loss.data)))
+        tape.backward(loss, tape.seed(loss))
         ef.sgd_step(params, lr)
         return loss
 
