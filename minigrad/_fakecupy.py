@@ -708,15 +708,6 @@ _LINALG = ("norm", "solve", "inv", "det", "slogdet", "qr", "svd", "eigh", "eigva
 linalg = _types.SimpleNamespace(**{n: _strict(getattr(_np.linalg, n), f"linalg.{n}") for n in _LINALG})
 
 
-def _as_strided(x, shape=None, strides=None):
-    if not isinstance(x, ndarray):
-        raise TypeError(f"as_strided: expected a device array, got {type(x)}")
-    return ndarray._from(_np.lib.stride_tricks.as_strided(x._a, shape, strides))
-
-
-lib = _types.SimpleNamespace(stride_tricks=_types.SimpleNamespace(as_strided=_as_strided))
-
-
 # -- cupyx: scatter_add with atomicAdd's dtypes ------------------------------------------------
 
 _ATOMIC_ADD = frozenset(_np.dtype(t) for t in (_np.int32, _np.uint32, _np.uint64, _np.float16,
