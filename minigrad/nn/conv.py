@@ -29,6 +29,7 @@ from .. import autograd as _ag
 from .. import backend as _be
 from .. import strided as _strided
 from ..ops._registry import Sample, composite
+from ..ops.einsum import einsum
 from ..tensor import Tensor
 
 __all__ = [
@@ -185,14 +186,12 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
     v = v.reshape((n, g, cg) + outs + ks)                      # a view: the channel dim splits
     kn = " ".join(f"k{a}" for a in _LETTERS[-nd:])
     on = " ".join(f"o{a}" for a in _LETTERS[-nd:])
-    import minigrad as _mg  # the einsum entry point is resolved lazily by the package
-
     # (n, g, c, kernel..., out...): the copy walks the output positions innermost and the
     # einsum is one (out/g, c kernel) x (c kernel, out) matmul per sample and group
     perm = (0, 1, 2) + tuple(3 + nd + i for i in range(nd)) + tuple(3 + i for i in range(nd))
     cols = v.permute(perm).contiguous()
     w = weight.reshape((g, o // g, cg) + ks).expand((n, g, o // g, cg) + ks)  # a stride-0 batch dim
-    out = _mg.einsum(cols, w, f"n g c {kn} {on}, n g f c {kn} -> n g f {on}")
+    out = einsum(cols, w, f"n g c {kn} {on}, n g f c {kn} -> n g f {on}")
     out = out.reshape((n, o) + outs)
     if bias is not None:
         out = out + bias.reshape((1, o) + (1,) * nd)

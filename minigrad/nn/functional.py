@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _state
 from .. import backend as _be
+from .. import creation
 from ..ops import linalg as _la
 from ..ops import nn as _nn
 from ..ops import elementwise as _ew
@@ -231,8 +232,6 @@ def dropout(x, p: float = 0.5, training: bool = True):
 
 def _dropout_mask(shape, p, dtype, device):
     """Keep (scaled by 1 / (1 - p)) or drop each element, from ``mg.manual_seed``'s generator."""
-    from .. import creation
-
     keep = creation._rng.random(shape, dtype=np.float32) >= p
     mask = keep.astype(dtype)
     mask *= 1.0 / (1.0 - p)

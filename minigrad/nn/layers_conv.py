@@ -20,6 +20,7 @@ from .. import creation as _creation
 from ..tensor import Tensor
 from . import Module, Parameter, init
 from . import conv as _C
+from . import functional as F
 from .layers import _size
 
 __all__ = [
@@ -343,8 +344,6 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, x):
-        from . import functional as F
-
         x = x if isinstance(x, Tensor) else Tensor(x)
         dim = self.dim if self.dim is not None else _C._softmax_dim(x.ndim)
         return F.softmax(x, dim)

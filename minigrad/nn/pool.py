@@ -18,6 +18,7 @@ import numpy as np
 from .. import _state
 from .. import backend as _be
 from .. import strided as _strided
+from ..ops.shape import stack
 from ..tensor import Tensor
 from .conv import _ntuple, _pad, _t
 
@@ -190,11 +191,6 @@ def adaptive_avg_pool2d(x, output_size):
         for j in range(ow):
             c0, c1 = (j * w) // ow, -((-(j + 1) * w) // ow)
             cells.append(x[..., r0:r1, c0:c1].mean(axis=(-2, -1)))
-        rows.append(_stack(cells, -1))
-    return _stack(rows, -2)
+        rows.append(stack(cells, axis=-1))
+    return stack(rows, axis=-2)
 
-
-def _stack(ts, axis):
-    import minigrad as _mg
-
-    return _mg.stack(ts, axis=axis)

@@ -10,6 +10,8 @@ import math
 
 from .. import _state
 from .. import autograd as _ag
+from ..ops.elementwise import maximum
+from ..ops.shape import concatenate
 from ..tensor import Tensor
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
@@ -65,7 +67,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
         if math.isinf(norm_type):
             total = grads[0].abs().max()
             for g in grads[1:]:
-                total = _max(total, g.abs().max())
+                total = maximum(total, g.abs().max())
         elif norm_type == 2.0:
             total = _sum([(g * g).sum() for g in grads]).sqrt()
         elif norm_type == 1.0:
@@ -98,12 +100,6 @@ def _sum(ts):
     return out
 
 
-def _max(a, b):
-    import minigrad as _mg
-
-    return _mg.maximum(a, b)
-
-
 def clip_grad_value_(parameters, clip_value: float) -> None:
     """Clamp every gradient in place to ``[-clip_value, clip_value]``.
 
@@ -130,15 +126,13 @@ def parameters_to_vector(parameters) -> Tensor:
     >>> mg.nn.utils.parameters_to_vector(mg.nn.Linear(3, 2).parameters()).shape
     (8,)
     """
-    import minigrad as _mg
-
     ps = _params(parameters, "parameters_to_vector")
     if not ps:
         raise ValueError("parameters_to_vector: got no parameters")
     devices = {p.device for p in ps}
     if len(devices) > 1:
         raise RuntimeError(f"parameters_to_vector: parameters lie on several devices {sorted(devices)}")
-    return _mg.concatenate([p.reshape(-1) for p in ps])
+    return concatenate([p.reshape(-1) for p in ps])
 
 
 def vector_to_parameters(vec, parameters) -> None:
