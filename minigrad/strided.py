@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .backend import array_module
+from .backend import array_module, as_strided, data_ptr as _ptr
 from .engine import apply
 from .errors import AxisError
 from .ops._registry import Sample, defop
@@ -173,34 +173,6 @@ def _strides(strides, shape, op) -> tuple[int, ...]:
     return tuple(int(s) for s in strides)
 
 
-def as_strided(buffer, offset: int, shape, strides):
-    """A view of the 1-D ``buffer`` starting at element ``offset`` with ``shape`` and ``strides``
-    in elements, made by the buffer's own array module (``numpy``/``cupy.lib.stride_tricks``).
-
-    Every element the view reaches must lie inside the buffer (checked: a ValueError
-    otherwise), because ``as_strided`` itself checks nothing.
-    """
-    xp = array_module(buffer)
-    if getattr(buffer, "ndim", None) != 1:
-        raise ValueError(f"as_strided: expected a 1-D buffer, got shape {getattr(buffer, 'shape', None)}")
-    shape = tuple(int(n) for n in shape)
-    strides = tuple(int(s) for s in strides)
-    offset = int(offset)
-    if all(n > 0 for n in shape):
-        lo = offset + _builtin_sum((n - 1) * s for n, s in zip(shape, strides, strict=False) if s < 0)
-        hi = offset + _builtin_sum((n - 1) * s for n, s in zip(shape, strides, strict=False) if s > 0)
-        if lo < 0 or hi >= buffer.shape[0]:
-            raise ValueError(
-                f"as_strided: shape {shape} with strides {strides} from offset {offset} reaches elements "
-                f"{lo}..{hi}, outside the buffer of {buffer.shape[0]} elements"
-            )
-        start = buffer[offset:offset + 1]  # a 1-element view whose pointer is the walk's origin
-    else:
-        start = buffer[:0] if buffer.shape[0] == 0 else buffer[:1]
-    unit = buffer.strides[0]  # a buffer may itself be strided: element i lies at i * unit bytes
-    return xp.lib.stride_tricks.as_strided(start, shape, tuple(s * unit for s in strides))
-
-
 _builtin_sum = builtins.sum
 
 
@@ -241,14 +213,6 @@ def sum(buffer, shape, axis, strides=None, offset=0):  # noqa: A001 - the module
         view_strides = tuple(t for _, t in outer) + (s,)
     view = as_strided(buf, offset, view_shape, view_strides)
     return view.sum(axis=-1).reshape(out_shape)
-
-
-def _ptr(a) -> int:
-    """Address of an array's first element (NumPy or CuPy)."""
-    ai = getattr(a, "__array_interface__", None)
-    if ai is not None:
-        return ai["data"][0]
-    return a.data.ptr
 
 
 def layout(x):

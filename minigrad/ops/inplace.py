@@ -65,7 +65,7 @@ import numpy as np
 
 from .. import _state
 from .. import backend as _be
-from ..engine import Op, apply, edge
+from ..engine import Op, apply, const, edge
 from ..tensor import Tensor, wrap
 from . import elementwise as E
 from ._registry import Sample, defop
@@ -213,8 +213,6 @@ def _const(v, op, t):
             return Tensor(v, device=t.device).data
         except (TypeError, ValueError) as e:  # the message names ``tensor``: name the in-place op
             raise type(e)(f"{op}: {e}") from None
-    from ..engine import const
-
     return const(v, op)
 
 
@@ -401,8 +399,6 @@ def _promote_views(root, done):
 
 def _positions(v, b):
     """Flat (C-order) index in ``b`` of every element of its view ``v``: an int64 array of ``v``'s shape."""
-    from ..strided import _ptr, as_strided
-
     xp = _be.array_module(b)
     isz = b.itemsize
     if v.size == 0:
@@ -414,9 +410,9 @@ def _positions(v, b):
     if _overlapping(b):
         raise RuntimeError("in-place write through a view of a broadcast tensor: clone the base first")
     tag = xp.full(hi - lo + 1, -1, dtype=np.int64)  # one cell per memory location the base spans
-    as_strided(tag, -lo, b.shape, bst)[...] = xp.arange(b.size, dtype=np.int64).reshape(b.shape)
-    off = (_ptr(v) - _ptr(b)) // isz - lo
-    pos = as_strided(tag, off, v.shape, vst).copy()
+    _be.as_strided(tag, -lo, b.shape, bst)[...] = xp.arange(b.size, dtype=np.int64).reshape(b.shape)
+    off = (_be.data_ptr(v) - _be.data_ptr(b)) // isz - lo
+    pos = _be.as_strided(tag, off, v.shape, vst).copy()
     if bool((pos < 0).any()):
         raise RuntimeError("internal error: a view reaches memory its base does not hold")
     return pos
