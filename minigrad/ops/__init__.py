@@ -15,9 +15,31 @@ import numpy as _np
 from .. import backward as _backward
 from ..tensor import Tensor
 from . import einsum, elementwise, indexing, inplace, linalg, nn, reduce, shape, writes  # noqa: F401 - each registers its ops
-from ._registry import Sample, registry
+from ._registry import Sample, composite, registry
 
 __all__ = ["registry", "Sample", "exports", "numpy_functions"]
+
+
+# -- the methods that hand a dense tensor to the sparse package ----------------------------------
+# sparse sits above the ops and imports them; these two Tensor methods import it when called.
+# They live here, beside the binding, so that this file stays the one place a lower layer
+# reaches up.
+
+
+@composite("to_sparse_coo", method="to_sparse_coo", export=False, kind="cast")
+def to_sparse_coo(x, sparse_dim=None):
+    """A COO sparse tensor of the non-zero entries (differentiable; ``mg.sparse``)."""
+    from .. import sparse  # noqa: PLC0415 - sparse is above this layer (see above)
+
+    return sparse.to_sparse_coo(x, sparse_dim)
+
+
+@composite("to_sparse_csr", method="to_sparse_csr", export=False, kind="cast")
+def to_sparse_csr(x):
+    """A CSR sparse tensor (2-D, or 3-D batched) of the non-zero entries (differentiable)."""
+    from .. import sparse  # noqa: PLC0415
+
+    return sparse.to_sparse_csr(x)
 
 
 def _reflected(fn):

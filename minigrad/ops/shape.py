@@ -401,19 +401,3 @@ def cpu(x):
 def cuda(x, device=None):
     """The tensor on a CUDA device (``cuda:0`` by default, or ``device`` as an int or string)."""
     return to(x, "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
-
-
-@composite("to_sparse_coo", method="to_sparse_coo", export=False, kind="cast")
-def to_sparse_coo(x, sparse_dim=None):
-    """A COO sparse tensor of the non-zero entries (differentiable; ``mg.sparse``)."""
-    from .. import sparse  # noqa: PLC0415 - sparse sits above the dense ops and plugs in from there
-
-    return sparse.to_sparse_coo(x, sparse_dim)
-
-
-@composite("to_sparse_csr", method="to_sparse_csr", export=False, kind="cast")
-def to_sparse_csr(x):
-    """A CSR sparse tensor (2-D, or 3-D batched) of the non-zero entries (differentiable)."""
-    from .. import sparse  # noqa: PLC0415
-
-    return sparse.to_sparse_csr(x)

@@ -10,6 +10,8 @@ import numpy as np
 from .. import backward as _ag
 from .. import backend as _be
 from .._util import NOARG
+from ..ops.elementwise import where
+from ..ops.indexing import index_add
 from ..tensor import Tensor, wrap as _wrap
 from . import _kernels as K
 
@@ -156,9 +158,6 @@ class SparseTensor:
     def _gather_sparse(self, grad):
         """The sparse ``grad`` read at this tensor's stored coordinates: for each entry, the
         block (dense dims) of ``grad`` there, zeros where ``grad`` stores nothing. O(nnz)."""
-        from ..ops.elementwise import where
-        from ..ops.indexing import index_add
-
         xp = self._xp()
         S = self.sparse_dim
         if grad.sparse_dim < S:  # move grad's leading dense dims into its sparse part
