@@ -18,8 +18,10 @@ The reverse pass over the Nodes is ``backward.py``.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import time
+import weakref
 
 import numpy as np
 
@@ -443,8 +445,6 @@ def _note_plain_view(v):
     """Remember a view of storage that does not require grad, so that a recorded in-place write
     which makes the storage require grad can give it a history too (ops/inplace.py). The weak
     references ride on the storage's version cell, ``_ver[1:]``; dead ones are dropped as it grows."""
-    import weakref
-
     cell = v._ver
     cell.append(weakref.ref(v))
     n = len(cell)
@@ -479,8 +479,6 @@ class _GradMode:
         return False
 
     def __call__(self, fn):
-        import functools
-
         @functools.wraps(fn)
         def wrapper(*a, **k):
             with self.__class__():
