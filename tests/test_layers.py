@@ -1,0 +1,65 @@
+"""minigrad's import graph is layered (docs/architecture.md): no module imports a layer above its
+own, at module level or inside a function, except the one documented place."""
+from __future__ import annotations
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "minigrad"
+
+# the layers of docs/architecture.md's table, bottom up; every other module is "above" (5)
+LAYERS = {"backend": 0, "_fakecupy": 0, "errors": 0, "_util": 0, "_state": 1, "threads": 1,
+          "tensor": 2, "engine": 3, "backward": 3, "ops": 4}
+ABOVE, PACKAGE = 5, 6
+# the documented exception: ops/__init__.py binds Tensor's methods, two of which hand a dense
+# tensor to the sparse package
+ALLOWED = {("minigrad.ops", "minigrad.sparse")}
+
+
+def _name(path: pathlib.Path) -> str:
+    parts = list(path.with_suffix("").relative_to(ROOT.parent).parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return PACKAGE if len(parts) == 1 else LAYERS.get(parts[1], ABOVE)
+
+
+def _imports(path: pathlib.Path, module: str | None = None):
+    """(imported module, line) for every import of a minigrad module in ``path`` (the module
+    ``module``), wherever it is: at module level or inside a function."""
+    module = module or _name(path)
+    package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            names = [target] if node.module else [f"{target}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name == "minigrad" or name.startswith("minigrad."):
+                yield name, node.lineno
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = []
+    for path in sorted(ROOT.rglob("*.py")):
+        src = _name(path)
+        for dst, line in _imports(path):
+            if _layer(dst) > _layer(src) and (src, dst) not in ALLOWED:
+                upward.append(f"{path.relative_to(ROOT.parent)}:{line} imports {dst}")
+    assert not upward, "imports of a higher layer:\n" + "\n".join(upward)
+
+
+def test_the_checker_sees_function_level_imports(tmp_path):
+    f = tmp_path / "probe.py"
+    f.write_text("def f():\n    from .. import sparse\n    import minigrad as mg\n")
+    assert [d for d, _ in _imports(f, "minigrad.ops.probe")] == ["minigrad.sparse", "minigrad"]
+    assert _layer("minigrad.sparse") > _layer("minigrad.ops.probe") < _layer("minigrad")
