@@ -333,7 +333,7 @@ def test_gelu_silu_match_torch():
 
 
 def test_erfc_fallback_matches_math_erfc():
-    from minigrad.nn.conv import _erfc_array, _erfc_cody
+    from minigrad.nn.activations import _erfc_array, _erfc_cody
 
     z = np.concatenate([np.linspace(-30, 30, 20001), [0.0, 0.46875, -0.46875, 4.0, -4.0, 27.0]])
     ref = np.array([math.erfc(v) for v in z])

@@ -276,11 +276,9 @@ def embedding(indices, weight):
     return weight[indices if isinstance(indices, Tensor) else idx]
 
 # convolution, pooling, batch norm and smooth activations live in conv.py, pool.py and activations.py
-# (issue 22), all re-exported by conv.py
-from .conv import (  # noqa: E402
-    adaptive_avg_pool2d, avg_pool1d, avg_pool2d, batch_norm, conv1d, conv2d, gelu, max_pool1d, max_pool2d, pad,
-    silu,
-)
+from .activations import gelu, silu  # noqa: E402
+from .conv import batch_norm, conv1d, conv2d, pad  # noqa: E402
+from .pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E402
 
 __all__ += [
     "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "gelu",

@@ -18,10 +18,11 @@ import numpy as np
 from .. import _state
 from .. import creation as _creation
 from ..tensor import Tensor
-from . import Module, Parameter, init
+from . import init
 from . import conv as _C
 from . import functional as F
 from .layers import _size
+from .module import Module, Parameter
 
 __all__ = [
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
@@ -144,7 +145,7 @@ class MaxPool2d(Module):
         self.ceil_mode = ceil_mode
 
     def forward(self, x):
-        f = _C.max_pool2d if self._nd == 2 else _C.max_pool1d
+        f = F.max_pool2d if self._nd == 2 else F.max_pool1d
         return f(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
@@ -176,7 +177,7 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, x):
-        return _C.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+        return F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                              self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
@@ -195,7 +196,7 @@ class AvgPool1d(Module):
         self.count_include_pad = count_include_pad
 
     def forward(self, x):
-        return _C.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+        return F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
@@ -209,7 +210,7 @@ class AdaptiveAvgPool2d(Module):
         self.output_size = output_size
 
     def forward(self, x):
-        return _C.adaptive_avg_pool2d(x, self.output_size)
+        return F.adaptive_avg_pool2d(x, self.output_size)
 
     def extra_repr(self):
         return f"output_size={self.output_size}"
@@ -320,7 +321,7 @@ class GELU(Module):
         self.approximate = approximate
 
     def forward(self, x):
-        return _C.gelu(x, self.approximate)
+        return F.gelu(x, self.approximate)
 
     def extra_repr(self):
         return f"approximate={self.approximate!r}"
@@ -330,7 +331,7 @@ class SiLU(Module):
     """``x * sigmoid(x)``."""
 
     def forward(self, x):
-        return _C.silu(x)
+        return F.silu(x)
 
 
 class Softmax(Module):

@@ -6,7 +6,7 @@ runs on every backend and gives derivatives of every order. ``max_pool2d`` picks
 first maximum (PyTorch's tie rule) by ``argmax`` and gathers it with advanced indexing, so the
 gradient goes to exactly one element per window.
 
-``minigrad.nn.conv`` re-exports these names (and registers them with the other composites).
+``minigrad.nn.functional`` exports these names; their registry entries close this file.
 """
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from .. import backend as _be
 from .. import strided as _strided
 from ..ops.shape import stack
 from ..tensor import Tensor
-from .conv import _ntuple, _pad, _t
+from ..ops._registry import Sample
+from .conv import _ntuple, _pad, _r, _t, register
 
 
 def _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode):
@@ -194,3 +195,21 @@ def adaptive_avg_pool2d(x, output_size):
         rows.append(stack(cells, axis=-1))
     return stack(rows, axis=-2)
 
+
+# -- registry entries (composites of registered ops: the registry test gradchecks them) ------------
+
+def _distinct(rng, *shape):  # pooling samples without ties (max has a kink at a tie)
+    n = 1
+    for s in shape:
+        n *= s
+    return rng.permutation(n).reshape(shape) * 0.1 + 0.01
+
+
+register([
+    ("max_pool2d", max_pool2d, lambda rng: [Sample(_distinct(rng, 1, 2, 4, 4), 2),
+                                            Sample(_distinct(rng, 1, 1, 5, 5), 3, stride=2, padding=1)]),
+    ("max_pool1d", max_pool1d, lambda rng: [Sample(_distinct(rng, 1, 2, 6), 2)]),
+    ("avg_pool2d", avg_pool2d, lambda rng: [Sample(_r(rng, 1, 2, 4, 4), 2), Sample(_r(rng, 1, 1, 5, 5), 3, stride=2)]),
+    ("avg_pool1d", avg_pool1d, lambda rng: [Sample(_r(rng, 1, 2, 6), 3)]),
+    ("adaptive_avg_pool2d", adaptive_avg_pool2d, lambda rng: [Sample(_r(rng, 2, 3, 4, 4), 1)]),
+])
