@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import _state
+from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "ExponentialLR", "LambdaLR"]
 
@@ -22,8 +23,6 @@ class LRScheduler:
     """
 
     def __init__(self, optimizer, last_epoch: int = -1):
-        from . import Optimizer
-
         if not isinstance(optimizer, Optimizer):
             raise TypeError(f"{type(self).__name__}: expected an optimizer, got {type(optimizer).__name__}")
         self.optimizer = optimizer
