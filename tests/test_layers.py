@@ -63,3 +63,58 @@ def test_the_checker_sees_function_level_imports(tmp_path):
     f.write_text("def f():\n    from .. import sparse\n    import minigrad as mg\n")
     assert [d for d, _ in _imports(f, "minigrad.ops.probe")] == ["minigrad.sparse", "minigrad"]
     assert _layer("minigrad.sparse") > _layer("minigrad.ops.probe") < _layer("minigrad")
+
+
+def _cycles():
+    """The import cycles among minigrad's modules (strongly connected sets of two or more), each
+    as a sorted list of module names. Importing a name from a package counts as importing it."""
+    paths = {_name(p): p for p in ROOT.rglob("*.py")}
+
+    def module_of(name):
+        while name not in paths and "." in name:
+            name = name.rsplit(".", 1)[0]
+        return name
+
+    graph = {m: {module_of(d) for d, _ in _imports(p)} - {m} for m, p in paths.items()}
+    index, low, stack, on, found = {}, {}, [], set(), []
+    for root in graph:  # Tarjan's algorithm with an explicit stack (no recursion)
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, children = work[-1]
+            w = next(children, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_the_one_import_cycle_is_inside_sparse():
+    # docs/architecture.md: a sparse tensor's methods call the sparse functions that build sparse
+    # tensors (function-level imports); no other modules import each other
+    cycles = _cycles()
+    assert all(all(m.startswith("minigrad.sparse.") for m in c) for c in cycles), cycles
+    assert len(cycles) <= 1, cycles
