@@ -20,6 +20,10 @@ from ..ops import nn as _nn
 from ..ops import elementwise as _ew
 from ..ops import reduce as _red
 from ..tensor import Tensor
+# convolution, pooling, batch norm and smooth activations live in conv.py, pool.py and activations.py
+from .activations import gelu, silu
+from .conv import batch_norm, conv1d, conv2d, pad
+from .pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
 __all__ = [
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy", "nll_loss",
@@ -274,11 +278,6 @@ def embedding(indices, weight):
             raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for {n} embeddings")
     # index by the Tensor itself when there is one: getitem saves it with its version
     return weight[indices if isinstance(indices, Tensor) else idx]
-
-# convolution, pooling, batch norm and smooth activations live in conv.py, pool.py and activations.py
-from .activations import gelu, silu  # noqa: E402
-from .conv import batch_norm, conv1d, conv2d, pad  # noqa: E402
-from .pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d  # noqa: E402
 
 __all__ += [
     "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "gelu",
