@@ -242,10 +242,10 @@ def _op2(x, y, out, rule, saved):
 def _et_tanh_rule(g, saved):
     y = _tensor(saved[0])  # one op, as minigrad's tanh_backward: g (1 - y^2)
     yd = y.data
-    return (_op2(g, y, g.data * (1.0 - yd * yd), _et_tanh_backward_rule, (g, y)),)
+    return (_op2(g, y, g.data * (1.0 - yd * yd), _first_order_only, (g, y)),)
 
 
-def _et_tanh_backward_rule(g, saved):  # second order; never runs in this first-order benchmark
+def _first_order_only(g, saved):  # the second order of the rules' ops: never runs in these benchmarks
     raise NotImplementedError
 
 
@@ -390,10 +390,6 @@ def _ce_rule(g, saved):
     p[np.arange(n), target] -= 1
     p *= g.data / n
     return (_op1(g, p, _first_order_only, None),)
-
-
-def _first_order_only(g, saved):  # the second order of the rules' ops: never runs here
-    raise NotImplementedError
 
 
 def sgd_step(params, lr):
