@@ -7,6 +7,7 @@ from .. import backend as _be
 from ..tensor import Tensor, wrap as _wrap
 from . import _autograd as A
 from . import _kernels as K
+from ._checks import coo_parts
 from .base import SparseTensor, _arr_str
 
 
@@ -18,10 +19,8 @@ class SparseCOOTensor(SparseTensor):
     layout = "coo"
 
     def __init__(self, indices, values, shape=None, requires_grad=False):
-        from .constructors import coo_tensor
-
-        s = coo_tensor(indices, values, shape, requires_grad)
-        self._idx, self._values, self._shape, self._coalesced = s._idx, s._values, s._shape, s._coalesced
+        self._idx, self._values, self._shape = coo_parts(indices, values, shape, requires_grad)
+        self._coalesced = None
 
     @classmethod
     def _make(cls, idx, values, shape, coalesced=None):

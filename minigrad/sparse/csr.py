@@ -5,6 +5,7 @@ from .. import backend as _be
 from ..tensor import Tensor, wrap as _wrap
 from . import _autograd as A
 from . import _kernels as K
+from ._checks import csr_parts
 from .base import SparseTensor, _arr_str
 from .coo import SparseCOOTensor
 
@@ -15,11 +16,9 @@ class SparseCSRTensor(SparseTensor):
     layout = "csr"
 
     def __init__(self, crow_indices, col_indices, values, shape=None, requires_grad=False):
-        from .constructors import csr_tensor
-
-        s = csr_tensor(crow_indices, col_indices, values, shape, requires_grad)
-        for k in ("_crow", "_col", "_values", "_shape", "_coalesced", "_rows_cache"):
-            setattr(self, k, getattr(s, k))
+        self._crow, self._col, self._values, self._shape = csr_parts(crow_indices, col_indices, values, shape,
+                                                                     requires_grad)
+        self._coalesced = self._rows_cache = None
 
     @classmethod
     def _make(cls, crow, col, values, shape, coalesced=None, rows=None):

@@ -19,7 +19,8 @@ different nnz. Trailing dense dims are allowed here too. ``sparse_dim`` counts
 the indexed dims: 2, or 3 with the batch dim.
 
 The code lives in ``base.py`` (SparseTensor), ``coo.py``, ``csr.py`` and
-``constructors.py`` (the checked constructors); this module re-exports their names.
+``constructors.py`` (the checked constructors; their checks are in ``_checks.py``); this module
+re-exports their names.
 """
 from __future__ import annotations
 
