@@ -9,7 +9,6 @@ import numpy as np
 
 from .. import backward as _ag
 from .. import backend as _be
-from .._util import NOARG
 from ..ops.elementwise import where
 from ..ops.indexing import index_add
 from ..tensor import Tensor, wrap as _wrap
@@ -187,36 +186,8 @@ class SparseTensor:
         blocks = index_add((groups.n,) + block, where_, gv[keep])
         return blocks if groups.identity else blocks[groups.inverse()]
 
-    # -- operators -------------------------------------------------------------------
-    def sum(self, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
-        """``mg.sparse.sum(self, axis=None, dtype=None, keepdims=False)`` (``dim``/``keepdim`` aliases)."""
-        from .ops import sum as _sum
-
-        return _sum(self, axis, dtype, keepdims, dim=dim, keepdim=keepdim)
-
-    def __matmul__(self, other):
-        from .ops import matmul
-
-        return matmul(self, other)
-
-    def __rmatmul__(self, other):
-        from .ops import matmul
-
-        return matmul(other, self)
-
-    matmul = __matmul__
-
-    def _sparse_matmul(self, a, b):
-        """``mg.matmul`` / ``@`` with a sparse operand: the sparse product (never densified)."""
-        from .ops import matmul
-
-        return matmul(a, b)
-
-    def to_scipy(self):
-        """A SciPy sparse array (coo_array / csr_array) with a host copy of the data (no gradient)."""
-        from .convert import to_scipy
-
-        return to_scipy(self)
+    # sum, matmul (and @), _sparse_matmul and to_scipy call ops.py and convert.py, which build
+    # sparse tensors from this module: the package's __init__.py binds them (see there)
 
     def astype(self, dtype):
         """The values cast to ``dtype`` (differentiable between floating dtypes)."""

@@ -128,11 +128,7 @@ class SparseCOOTensor(SparseTensor):
         return SparseCOOTensor._make(idx.astype(np.int64, copy=False), vals, self._shape,
                                      True if self.is_coalesced else None)
 
-    def to_sparse_csr(self):
-        """CSR with the same entries (coalesced first); needs 2 or 3 sparse dims."""
-        from .convert import coo_to_csr
-
-        return coo_to_csr(self)
+    # to_sparse_csr builds a CSR tensor (csr.py imports this module): __init__.py binds it
 
     def _repr_body(self):
         return f"indices={_arr_str(self._idx)}, values={_arr_str(self._values.data)}"
