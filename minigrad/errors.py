@@ -1,4 +1,8 @@
-"""The MinigradError family, beside the standard types users catch."""
+"""The MinigradError family, beside the standard types users catch, and how a public function
+puts its name in front of the errors raised under it."""
+from __future__ import annotations
+
+import functools
 
 
 class MinigradError(Exception):
@@ -45,3 +49,53 @@ class CompileError(MinigradError, RuntimeError):
         self.what = what
         self.file = file
         self.line = line
+
+
+# -- errors that name the public function the user called -------------------------------------
+
+NAMED_ERRORS = (TypeError, ValueError, IndexError, RuntimeError)
+
+
+def renamed(e, name):
+    """``e`` with its message starting ``name: `` (the public function the user called), its type
+    kept: ``e`` itself when its message already starts so or can be rewritten in place, else a new
+    exception of its type (or of the standard type it derives from, for one that cannot be built
+    from a message)."""
+    msg = str(e)
+    if msg.startswith(f"{name}:"):
+        return e
+    msg = f"{name}: {msg}"
+    e.args = (msg,)
+    if str(e) == msg:
+        return e
+    try:
+        new = type(e)(msg)
+    except Exception:  # noqa: BLE001 - a constructor that wants more than a message
+        new = None
+    if new is None or str(new) != msg:
+        new = next(t for t in NAMED_ERRORS if isinstance(e, t))(msg)
+    return new
+
+
+def reraise(e, name):
+    """Raise ``renamed(e, name)`` from an ``except`` block, with ``e``'s traceback."""
+    r = renamed(e, name)
+    if r is e:
+        raise e
+    raise r.with_traceback(e.__traceback__) from None
+
+
+def named(name):
+    """Decorator for a public function: an error raised by the helpers and ops it calls (``item:``,
+    ``permute:``, NumPy's or Python's own text) names ``name`` first, e.g. ``transpose: permute: ...``."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except NAMED_ERRORS as e:
+                reraise(e, name)
+
+        return call
+
+    return deco

@@ -8,61 +8,12 @@ multiply by a mask, so a NaN or inf elsewhere cannot leak into a gradient.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from ..engine import apply
+from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
-
-
-NAMED_ERRORS = (TypeError, ValueError, IndexError, RuntimeError)
-
-
-def renamed(e, name):
-    """``e`` with its message starting ``name: `` (the public function the user called), its type
-    kept: ``e`` itself when its message already starts so or can be rewritten in place, else a new
-    exception of its type (or of the standard type it derives from, for one that cannot be built
-    from a message)."""
-    msg = str(e)
-    if msg.startswith(f"{name}:"):
-        return e
-    msg = f"{name}: {msg}"
-    e.args = (msg,)
-    if str(e) == msg:
-        return e
-    try:
-        new = type(e)(msg)
-    except Exception:  # noqa: BLE001 - a constructor that wants more than a message
-        new = None
-    if new is None or str(new) != msg:
-        new = next(t for t in NAMED_ERRORS if isinstance(e, t))(msg)
-    return new
-
-
-def reraise(e, name):
-    """Raise ``renamed(e, name)`` from an ``except`` block, with ``e``'s traceback."""
-    r = renamed(e, name)
-    if r is e:
-        raise e
-    raise r.with_traceback(e.__traceback__) from None
-
-
-def named(name):
-    """Decorator for a public function: an error raised by the helpers and ops it calls (``item:``,
-    ``permute:``, NumPy's or Python's own text) names ``name`` first, e.g. ``transpose: permute: ...``."""
-    def deco(fn):
-        @functools.wraps(fn)
-        def call(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except NAMED_ERRORS as e:
-                reraise(e, name)
-
-        return call
-
-    return deco
 
 
 def _r(rng, *shape, low=None, away=None):

@@ -11,9 +11,9 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import apply
+from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, defop, public
-from .elementwise import named
 from .shape import _r, _shape_args, _t
 
 _ARRAY = object()  # where an index array sits in an index template

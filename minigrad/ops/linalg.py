@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import apply
+from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
-from .elementwise import named
 from .reduce import SUM
 
 

@@ -10,10 +10,10 @@ import numpy as np
 from .._util import NOARG, pick
 from ..backend import to_numpy
 from ..engine import apply
-from ..errors import AxisError
+from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
-from .elementwise import NAMED_ERRORS, named, reraise, where
+from .elementwise import where
 from .shape import BROADCAST_TO, RESHAPE
 
 

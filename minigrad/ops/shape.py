@@ -13,10 +13,9 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import apply
-from ..errors import AxisError
+from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
-from .elementwise import NAMED_ERRORS, named, reraise
 
 
 def _t(x, op):
