@@ -20,8 +20,8 @@ from .creation import (
     randn, tensor, zeros, zeros_like,
 )
 from .backward import grad
-from .engine import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .errors import AnomalyError, AxisError, CompileError, GradcheckError, MinigradError
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from .tensor import Tensor, get_default_dtype, set_default_dtype
 from .threads import get_num_threads, set_num_threads

@@ -10,8 +10,9 @@ from __future__ import annotations
 from .anomaly import detect_anomaly
 from .backward import grad
 from .check import CheckReport, OpCheck, check_ops
-from .engine import Node, enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .engine import Node
 from .function import Function, FunctionCtx
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tape import Tape, tape
 
 __all__ = ["CheckReport", "Function", "FunctionCtx", "Node", "OpCheck", "Tape", "check_ops", "detect_anomaly",

@@ -19,7 +19,8 @@ from . import _state
 from .anomaly import fmt_where, user_where
 from .backend import array_module, to_numpy
 from .backward import _collect, grad as _grad
-from .engine import apply, enable_grad, no_grad
+from .engine import apply
+from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor, wrap
 
 __all__ = ["check_ops", "CheckReport", "OpCheck"]
