@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import to_np
+from conftest import leaf_of, to_np
 
 nn = mg.nn
 F = mg.nn.functional
@@ -18,10 +18,6 @@ F = mg.nn.functional
 
 def _torch():
     return pytest.importorskip("torch")
-
-
-def leaf(a):
-    return mg.tensor(np.asarray(a, dtype=np.float64), requires_grad=True)
 
 
 def close(a, b, tol=1e-10):
@@ -37,7 +33,7 @@ def tnp(t):
 def first_and_second(mg_fn, th_fn, arrays, rng, torch):
     """Values, gradients and second derivatives (the gradient of <v, grad>) of mg_fn and th_fn
     at ``arrays``, compared elementwise."""
-    xs = [leaf(a) for a in arrays]
+    xs = [leaf_of(a) for a in arrays]
     ts = [torch.tensor(a, requires_grad=True) for a in arrays]
     out, tout = mg_fn(*xs), th_fn(*ts)
     close(out, tnp(tout))
@@ -102,7 +98,7 @@ def test_windows_is_a_view_and_negative_axes():
     ((1, 1, 1), None, 1, 1),
 ])
 def test_windows_gradcheck(win, axes, step, dil):
-    x = leaf(np.random.default_rng(1).standard_normal((2, 4, 5)))
+    x = leaf_of(np.random.default_rng(1).standard_normal((2, 4, 5)))
     f = lambda x: mg.strided.windows(x, win, axes=axes, step=step, dilation=dil)  # noqa: E731
     assert mg.gradcheck(f, (x,))
     assert mg.gradgradcheck(f, (x,))
@@ -158,8 +154,8 @@ def test_conv_matches_torch_first_and_second_order(nd):
 ])
 def test_conv2d_gradcheck(kw):
     rng = np.random.default_rng(2)
-    x, w, b = leaf(rng.standard_normal((1, 2, 5, 4))), leaf(rng.standard_normal((2, 2 // kw.get("groups", 1), 2, 3))), \
-        leaf(rng.standard_normal(2))
+    x, w, b = leaf_of(rng.standard_normal((1, 2, 5, 4))), leaf_of(rng.standard_normal((2, 2 // kw.get("groups", 1), 2, 3))), \
+        leaf_of(rng.standard_normal(2))
     f = lambda x, w, b: F.conv2d(x, w, b, **kw)  # noqa: E731
     assert mg.gradcheck(f, (x, w, b))
     assert mg.gradgradcheck(f, (x, w, b))
@@ -167,7 +163,7 @@ def test_conv2d_gradcheck(kw):
 
 def test_conv1d_gradcheck_and_unbatched():
     rng = np.random.default_rng(3)
-    x, w = leaf(rng.standard_normal((2, 2, 7))), leaf(rng.standard_normal((4, 1, 3)))
+    x, w = leaf_of(rng.standard_normal((2, 2, 7))), leaf_of(rng.standard_normal((4, 1, 3)))
     f = lambda x, w: F.conv1d(x, w, stride=2, padding=1, groups=2)  # noqa: E731
     assert mg.gradcheck(f, (x, w))
     assert mg.gradgradcheck(f, (x, w))
@@ -256,7 +252,7 @@ def test_avg_pool2d_matches_torch():
 @pytest.mark.parametrize("size", [1, (1, 1), (2, 3), (3, 4), (None, 2)])
 def test_adaptive_avg_pool2d(size):
     rng = np.random.default_rng(4)
-    x = leaf(rng.standard_normal((2, 2, 6, 7)))
+    x = leaf_of(rng.standard_normal((2, 2, 6, 7)))
     f = lambda x: F.adaptive_avg_pool2d(x, size)  # noqa: E731
     assert mg.gradcheck(f, (x,))
     torch = pytest.importorskip("torch")
@@ -264,7 +260,7 @@ def test_adaptive_avg_pool2d(size):
 
 
 def test_pool_gradcheck():
-    x = leaf(np.random.default_rng(5).standard_normal((1, 2, 5, 6)))
+    x = leaf_of(np.random.default_rng(5).standard_normal((1, 2, 5, 6)))
     for f in (lambda x: F.max_pool2d(x, 3, 2, 1), lambda x: F.avg_pool2d(x, (2, 3), 1, (1, 0)),
               lambda x: F.max_pool1d(x[0], 2), lambda x: F.avg_pool1d(x[0], 3, 2, 1, count_include_pad=False)):
         assert mg.gradcheck(f, (x,))
@@ -285,7 +281,7 @@ def test_max_pool_ties_send_the_gradient_to_the_first_maximum():
     a = np.round(np.random.default_rng(6).standard_normal((2, 3, 6, 6)))  # many ties
     t = torch.tensor(a, requires_grad=True)
     torch.nn.functional.max_pool2d(t, 3, 1, 1).sum().backward()
-    z = leaf(a)
+    z = leaf_of(a)
     F.max_pool2d(z, 3, 1, 1).sum().backward()
     close(z.grad, t.grad.numpy())
 
@@ -293,7 +289,7 @@ def test_max_pool_ties_send_the_gradient_to_the_first_maximum():
 def test_max_pool_nan_does_not_leak():
     a = np.zeros((1, 1, 4, 4))
     a[0, 0, 0, 0] = np.nan
-    x = leaf(a)
+    x = leaf_of(a)
     y = F.max_pool2d(x, 2)
     assert np.isnan(to_np(y)[0, 0, 0, 0]) and np.isfinite(to_np(y).ravel()[1:]).all()
     y[..., 1:, :].sum().backward()
@@ -344,7 +340,7 @@ def test_erfc_fallback_matches_math_erfc():
 
 
 def test_gelu_silu_gradgradcheck():
-    x = leaf(np.random.default_rng(9).standard_normal(7) * 3)
+    x = leaf_of(np.random.default_rng(9).standard_normal(7) * 3)
     for f in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu):
         assert mg.gradcheck(f, (x,))
         assert mg.gradgradcheck(f, (x,))
@@ -382,7 +378,7 @@ def test_batch_norm_matches_torch(cls, shape, momentum):
     for _ in range(3):
         x = rng.standard_normal(shape) * 2 + 1
         xt = torch.tensor(x, requires_grad=True)
-        xm = leaf(x)
+        xm = leaf_of(x)
         y, ty = m(xm), tm(xt)
         close(y, tnp(ty))
         go = rng.standard_normal(shape)
@@ -414,10 +410,10 @@ def test_batch_norm_options_and_gradgradcheck():
             getattr(m, mode)()
             getattr(tm, mode)()
             close(m(mg.tensor(x)), tnp(tm(torch.tensor(x))))
-    w, b = leaf(rng.standard_normal(2)), leaf(rng.standard_normal(2))
+    w, b = leaf_of(rng.standard_normal(2)), leaf_of(rng.standard_normal(2))
     f = lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True)  # noqa: E731
-    assert mg.gradcheck(f, (leaf(x), w, b))
-    assert mg.gradgradcheck(f, (leaf(x), w, b))
+    assert mg.gradcheck(f, (leaf_of(x), w, b))
+    assert mg.gradgradcheck(f, (leaf_of(x), w, b))
     with pytest.raises(ValueError, match="more than 1 value per channel"):
         nn.BatchNorm1d(2)(mg.ones(1, 2))
     with pytest.raises(ValueError, match="channels"):

@@ -10,20 +10,16 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import to_np
+from conftest import leaf, to_np
 
 HAS_DOT = shutil.which("dot") is not None
 needs_dot = pytest.mark.skipif(not HAS_DOT, reason="Graphviz 'dot' is not installed")
 
 
-def leaf(*shape, seed=0):
-    return mg.tensor(np.random.default_rng(seed).standard_normal(shape), requires_grad=True)
-
-
 def mlp_loss():
-    x = leaf(4, 3, seed=1)
-    w = leaf(3, 5, seed=2)
-    b = leaf(5, seed=3)
+    x = leaf((4, 3), seed=1)
+    w = leaf((3, 5), seed=2)
+    b = leaf((5,), seed=3)
     loss = (x @ w + b).relu().sum(axis=1, keepdims=True).mean()
     return loss, x, w, b
 
@@ -55,19 +51,19 @@ def test_reductions_and_broadcasts_are_marked():
     assert "Σ reduces · grad broadcast back" in src          # sum
     assert "broadcast (5,) → (4, 5)" in src                  # the bias added to every row
     assert "Σ grad summed back" in src
-    y = mg.broadcast_to(leaf(1, 3), (4, 3)).sum()
+    y = mg.broadcast_to(leaf((1, 3)), (4, 3)).sum()
     src = mg.viz.dot_source(y)
     assert "broadcast · grad summed back" in src and "shape=(4, 3)" in src
     # a weight shared across a batch: matmul broadcasts it, its gradient is summed over the batch
-    y = (leaf(2, 3, 4) @ leaf(4, 5)).sum()
+    y = (leaf((2, 3, 4)) @ leaf((4, 5))).sum()
     assert "batch broadcast () → (2,)" in mg.viz.dot_source(y)
     # no false alarm where shapes match
-    assert "summed back" not in mg.viz.dot_source((leaf(3) * leaf(3, seed=1)).sum())
+    assert "summed back" not in mg.viz.dot_source((leaf((3,)) * leaf((3,), seed=1)).sum())
 
 
 def test_einsum_pattern_shows_the_contracted_labels():
     pytest.importorskip("minigrad.ops.einsum")
-    y = mg.einsum("ij,jk->ik", leaf(2, 3), leaf(3, 4)).sum()
+    y = mg.einsum("ij,jk->ik", leaf((2, 3)), leaf((3, 4))).sum()
     src = mg.viz.dot_source(y)
     assert "pattern=" in src and "Σ over" in src
 
@@ -83,7 +79,7 @@ def test_after_backward_leaves_show_grad_shape_and_norm():
 
 
 def test_retained_intermediate_grad_is_shown():
-    x = leaf(3)
+    x = leaf((3,))
     h = x * 2.0
     h.retain_grad()
     y = h.sum()
@@ -142,7 +138,7 @@ def test_show_tensors_false_and_rankdir():
 
 
 def test_tensor_used_twice_by_one_op():
-    x = leaf(3)
+    x = leaf((3,))
     h = x + 1.0
     src = mg.viz.dot_source((h * h).sum())
     assert 't0 -> op1 [taillabel="×2"]' in src
@@ -158,7 +154,7 @@ def test_multi_output_function():
         def backward(ctx, ga, gb):
             return mg.concatenate([ga, gb])
 
-    x = leaf(5)
+    x = leaf((5,))
     a, b = Split.apply(x)
     y = a.sum() + (b * 2.0).sum()
     src = mg.viz.dot_source(y)
@@ -168,7 +164,7 @@ def test_multi_output_function():
 
 
 def test_several_roots_and_a_leaf_root():
-    x = leaf(3)
+    x = leaf((3,))
     y1, y2 = (x * 2.0).sum(), (x * 3.0).sum()
     src = mg.viz.dot_source([y1, y2])
     assert src.count("output") == 2 and src.count("leaf0 [") == 1
@@ -176,7 +172,7 @@ def test_several_roots_and_a_leaf_root():
 
 
 def test_labels_are_escaped():
-    x = leaf(2)
+    x = leaf((2,))
     x.name = 'say "hi" \\ there'
     src = mg.viz.dot_source((x * x).sum())
     assert 'say \\"hi\\" \\\\ there' in src
@@ -188,7 +184,7 @@ def test_labels_are_escaped():
 
 def test_deep_chain_dot_text_no_recursion():
     n = 50_000  # 100 000 ops (mul, tanh)
-    x, a = leaf(3), mg.tensor([0.9, 0.8, 0.7], requires_grad=True)
+    x, a = leaf((3,)), mg.tensor([0.9, 0.8, 0.7], requires_grad=True)
     y = x
     for _ in range(n):
         y = (y * a).tanh()
@@ -202,7 +198,7 @@ def test_deep_chain_dot_text_no_recursion():
 
 
 def test_deep_chain_full_dot_text():
-    x = leaf(3)
+    x = leaf((3,))
     y = x
     for _ in range(20_000):
         y = y * 1.0001
@@ -211,7 +207,7 @@ def test_deep_chain_full_dot_text():
 
 
 def test_wide_graph_is_capped_with_a_note():
-    x = leaf(3)
+    x = leaf((3,))
     acc = x * 0.0
     for i in range(300):
         acc = acc + (x * float(i)).exp()   # no linear chain to collapse
@@ -363,7 +359,7 @@ def test_a_big_graph_with_shared_weights_renders_in_seconds():
 
 
 def test_in_place_ops_show_where_their_operand_was_broadcast():
-    x, b = leaf(3, 4), leaf(4, seed=1)
+    x, b = leaf((3, 4)), leaf((4,), seed=1)
     h = x * 1
     h += b                  # add_: b broadcast over the rows, its gradient summed back
     h[0] += b               # through a view: b fits the row, nothing to mark
@@ -472,9 +468,9 @@ def test_highlight_a_leaf_a_tensor_or_several():
     ids = red_ids(mg.viz.dot_source([y1, y2], highlight=[x]))
     assert "leaf0" in ids and "op0" in ids and "op1" in ids and not ids & {"leaf1", "op2", "op3"}
     with pytest.raises(ValueError, match="highlight"):
-        mg.viz.dot_source(loss, highlight=leaf(3))         # not in this graph
+        mg.viz.dot_source(loss, highlight=leaf((3,)))         # not in this graph
     with pytest.raises(ValueError, match="highlight"):
-        mg.viz.dot_source(loss, highlight=mg.autograd.tape((leaf(2) * 2.0).sum())[0])
+        mg.viz.dot_source(loss, highlight=mg.autograd.tape((leaf((2,)) * 2.0).sum())[0])
 
 
 def test_highlight_in_graph_and_save_and_without_tensor_nodes(tmp_path):
@@ -494,7 +490,7 @@ def test_highlight_in_graph_and_save_and_without_tensor_nodes(tmp_path):
 
 
 def test_highlight_in_a_summary_chains_and_shared_weights():
-    x = leaf(3)
+    x = leaf((3,))
     y = x
     for _ in range(600):
         y = (y * 1.01).tanh()
@@ -545,7 +541,7 @@ def test_color_by_grad_fills_by_norm_with_a_legend():
 
 
 def test_color_by_grad_marks_zero_and_nonfinite_gradients_and_retained_ones():
-    x, z = leaf(3), leaf(2, seed=1)
+    x, z = leaf((3,)), leaf((2,), seed=1)
     h = x * 2.0
     h.retain_grad()
     loss = h.sum() + (z * 0.0).sum()
