@@ -80,6 +80,14 @@ def test_numpy_functions_dispatch_only_where_cupy_has_them(a):
     assert not hasattr(fcp.maximum, "reduceat") and hasattr(fcp.add, "reduceat")
 
 
+def test_numpy_linalg_dispatches_to_cupy_linalg(a):
+    n = np.linalg.norm(a)  # CuPy's ndarray sends np.linalg.<name> to cupy.linalg.<name>
+    assert isinstance(n, fcp.ndarray) and n.ndim == 0
+    assert float(n.get()) == pytest.approx(np.linalg.norm(a.get()))
+    with pytest.raises(TypeError):
+        np.linalg.cond(a[:, :2])  # not in the stand-in's cupy.linalg
+
+
 def test_cupy_restrictions(a):
     with pytest.raises(TypeError, match="lexsort"):
         fcp.lexsort((a[0], a[1]))

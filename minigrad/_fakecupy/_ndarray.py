@@ -94,12 +94,11 @@ class ndarray:  # noqa: N801 - CuPy's name
         return NotImplemented  # np.add.at(device, ...) does not dispatch: use cupyx.scatter_add
 
     def __array_function__(self, func, types, args, kwargs):
-        f = _FUNCS.get(func.__name__)
-        if f is None or func.__module__ not in ("numpy", "numpy.linalg") or (
-                func.__module__ == "numpy.linalg" and func.__name__ not in _LINALG_FUNCS):
+        # np.<name> dispatches to cupy.<name>, np.linalg.<name> to cupy.linalg.<name>, where CuPy has it
+        table = {"numpy": _FUNCS, "numpy.linalg": _LINALG_FUNCS}.get(func.__module__)
+        f = None if table is None else table.get(func.__name__)
+        if f is None:
             return NotImplemented
-        if func.__module__ == "numpy.linalg":
-            f = _LINALG_FUNCS[func.__name__]  # the function cupy.linalg holds under that name
         return f(*args, **kwargs)
 
     # -- explicit transfers -------------------------------------------------------
