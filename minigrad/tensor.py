@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
+from operator import attrgetter as _attr
 
 import numpy as np
 
@@ -159,18 +160,12 @@ class Tensor:
             self.requires_grad = True
 
     # -- attributes ----------------------------------------------------------
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.data.shape
-
-    @property
-    def ndim(self) -> int:
-        return self.data.ndim
-
-    @property
-    def size(self) -> int:
-        """NumPy's element count (an attribute; PyTorch's ``size()`` is ``shape``, ``numel()`` this)."""
-        return self.data.size
+    # The array's own attributes, read through a C getter (``attrgetter``): rules and frontends
+    # read them on every op, and a Python getter would cost a frame each time.
+    shape = property(_attr("data.shape"), doc="The shape, a tuple of ints (the array's).")
+    ndim = property(_attr("data.ndim"), doc="The number of dimensions.")
+    size = property(_attr("data.size"), doc="NumPy's element count (an attribute; PyTorch's ``size()`` is "
+                                            "``shape``, ``numel()`` this).")
 
     def numel(self) -> int:
         """The number of elements (PyTorch's name for ``t.size``)."""
@@ -179,9 +174,7 @@ class Tensor:
     def dim(self) -> int:
         return self.data.ndim
 
-    @property
-    def dtype(self):
-        return self.data.dtype
+    dtype = property(_attr("data.dtype"), doc="The element type, a NumPy dtype.")
 
     @property
     def device(self) -> str:

@@ -8,11 +8,9 @@ from .. import _state
 from .. import backend as _be
 from ..engine import apply
 from ..tensor import wrap
-
 from ._registry import Sample, composite, defop
 from .elementwise import sigmoid
-from .reduce import softmax_forward
-from .reduce import shift_by_max
+from .reduce import shift_by_max, softmax_forward
 
 
 def _reduce_rows(xp, per_row, reduction, dtype):
@@ -116,7 +114,6 @@ def _cast(name, dtype):
 float_ = _cast("float", np.float32)
 double = _cast("double", np.float64)
 long = _cast("long", np.int64)
-
 
 
 # -- cross_entropy: one op forward, one op backward (whose own rule gives the second order) ---------------
