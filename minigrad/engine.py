@@ -333,12 +333,14 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     parents = []
     meta = []
     consts = None
+    n_grad = 0  # inputs that need a gradient
     for a, d in zip(args, datas):  # noqa: B905 - one data per argument (apply made them so); a keyword costs 0.3 us here
         if a.__class__ is Tensor or isinstance(a, Tensor):
             if a._rg:
                 m = a._node  # edge(a), inline for the common case
                 parents.append(a if m is None else m if m.view_ver is None and a._oidx == 0 else edge(a))
                 meta.append((d.shape, d.dtype))
+                n_grad += 1
                 continue
             consts = (consts or ()) + ((len(parents), d.shape, d.dtype),)
         parents.append(None)
@@ -360,7 +362,7 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     if op.info is not None:
         n.info = op.info(**params)
     if op.save:
-        n.saved, vers = _save(op, args, datas, parents)
+        n.saved, vers = _save(op, args, datas, parents, n_grad)
     else:
         n.saved = vers = ()
     if op.save_out:
@@ -379,11 +381,11 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     return n
 
 
-def _save(op, args, datas, parents):
+def _save(op, args, datas, parents, n_grad):
     """What the rule reads as ``ctx.saved``, and the versions to check before it runs."""
     n_args = len(args)
     # ``cross``: an input is kept for the others' gradients; when it alone needs one, it is not kept
-    alone = op.cross and len(parents) - parents.count(None) == 1
+    alone = op.cross and n_grad == 1
     saved = []
     vers = []
     for i in op.save_at or _positions(op.save, n_args):
