@@ -516,6 +516,7 @@ def test_tanh_is_the_fused_rule_and_matches_mg_tanh():
     (g1,) = mg.grad(F.tanh(x).sum(), x)
     (g2,) = mg.grad(mg.tanh(x).sum(), x)
     np.testing.assert_allclose(to_np(g1), to_np(g2), rtol=1e-14)
+    assert F.tanh is mg.tanh and F.relu is mg.relu and F.sigmoid is mg.sigmoid  # one function each
 
 
 def test_embedding_gradcheck():

@@ -54,19 +54,10 @@ linear = _la.linear
 # -- activations ---------------------------------------------------------------------------
 
 
-def relu(x):
-    """max(x, 0), elementwise."""
-    return _ew.relu(x)
-
-
-def tanh(x):
-    """Hyperbolic tangent, elementwise (``mg.tanh``)."""
-    return _ew.tanh(_t(x, "tanh"))
-
-
-def sigmoid(x):
-    """1 / (1 + exp(-x)), elementwise."""
-    return _ew.sigmoid(x)
+# the ops themselves, as mg.relu, mg.tanh and mg.sigmoid: one function, one rule
+relu = _ew.relu
+tanh = _ew.tanh
+sigmoid = _ew.sigmoid
 
 
 def softmax(x, dim=-1):
