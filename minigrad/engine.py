@@ -334,8 +334,9 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     meta = []
     consts = None
     n_grad = 0  # inputs that need a gradient
-    for a, d in zip(args, datas):  # noqa: B905 - one data per argument (apply made them so); a keyword costs 0.3 us here
+    for a in args:  # a Tensor's array is a.data (apply read it there); a plain loop costs a third of a zip
         if a.__class__ is Tensor or isinstance(a, Tensor):
+            d = a.data
             if a._rg:
                 m = a._node  # edge(a), inline for the common case
                 parents.append(a if m is None else m if m.view_ver is None and a._oidx == 0 else edge(a))
