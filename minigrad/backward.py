@@ -104,11 +104,13 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
     order = ()
     try:
         order = _collect(roots) if roots else ()
-        _walk(order, graph, retain_graph, capture, leaves)
+        _walk(order, graph, retain_graph, capture, leaves)  # it hands each Node's gradient on and clears it
+    except BaseException:
+        for n in order:  # a pass that failed half-way leaves no gradient behind on any Node
+            n._g = None
+        raise
     finally:
         _state.reset(token)
-        for n in order:
-            n._g = None
     for leaf, g in leaves.values():  # g: a Tensor with create_graph, else an array
         if leaf._hooks:  # hooks see (and return) Tensors
             g = _call_hooks(leaf._hooks, g if graph else wrap(g))
@@ -192,9 +194,12 @@ def _run_rule(n, g, graph, capture, observers):
 def _send(n, grads, leaves, graph):
     """Hand each input its gradient: checked against the input, summed where inputs repeat
     (in a first-order pass the sums are plain array additions: nothing records them)."""
-    for p, gi, m in zip(n.parents, grads, n.meta):  # noqa: B905 - a rule may return fewer; a keyword costs 0.3 us per node
+    parents, meta = n.parents, n.meta
+    for i, gi in enumerate(grads):  # one per input (the registry test and Function hold rules to it)
+        p = parents[i]
         if p is None or gi is None:
             continue
+        m = meta[i]
         if gi.__class__ is not Tensor and not isinstance(gi, Tensor):
             raise TypeError(f"the gradient rule of {n.op!r} returned {type(gi).__name__}, expected a Tensor")
         d = gi.data

@@ -14,6 +14,22 @@ from minigrad.ops._registry import OnDevice
 REG = mg.ops.registry()
 
 
+@pytest.fixture(autouse=True)
+def _one_gradient_per_input(monkeypatch):
+    """Backward hands a rule's i-th gradient to the op's i-th input: a rule returns at most one
+    gradient per input (fewer: the rest get none)."""
+    from minigrad import backward
+
+    send = backward._send
+
+    def checked(n, grads, leaves, graph):
+        assert len(grads) <= len(n.parents), \
+            f"the rule of {n.op!r} returned {len(grads)} gradients for {len(n.parents)} inputs"
+        return send(n, grads, leaves, graph)
+
+    monkeypatch.setattr(backward, "_send", checked)
+
+
 def _differentiable(op):
     return op.rule is not None or op.kind == "composite"
 

@@ -121,7 +121,7 @@ def _linear_rule(ctx, g):
             gw = apply(MATMUL_TN, g2, x2)
         if len(p) == 3 and p[2] is not None:
             gb = apply(SUM, g2, axes=(0,), keepdims=False, dtype=None)
-    return gx, gw, gb
+    return (gx, gw, gb) if len(p) == 3 else (gx, gw)  # one per input
 
 
 def _mm_tn_rule(ctx, g):

@@ -182,7 +182,7 @@ def _ce_backward_rule(ctx, gg, reduction):
     else:
         scale, gg_g = g.reshape(n, 1), (gg * d).sum(axis=1)
     gg_x = scale * p * (gg - (gg * p).sum(axis=1, keepdims=True))
-    return gg_g, gg_x, None, None
+    return (gg_g, gg_x, None, None)[:len(ctx.parents)]  # one per input: probs is optional
 
 
 CE_BACKWARD = defop("cross_entropy_backward", _ce_backward_fwd, _ce_backward_rule, save=(0, 1, 2), kind="other",
