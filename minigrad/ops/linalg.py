@@ -156,7 +156,7 @@ def linear(x, weight, bias=None):
         x = Tensor(x)
     xd = x.data  # the arrays, read once: each property costs a call
     wd = weight.data if isinstance(weight, Tensor) else weight
-    xs, ws = tuple(xd.shape), tuple(wd.shape)
+    xs, ws = xd.shape, wd.shape
     if len(ws) != 2 or len(xs) < 1 or xs[-1] != ws[1]:
         raise ValueError(
             f"linear: input of shape {xs} does not match weight of shape {ws} "

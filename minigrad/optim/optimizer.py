@@ -60,7 +60,8 @@ class Optimizer:
         _state.kernel(self._zero_grad, set_to_none)  # a captured step (mg.compile) does it again
 
     def _zero_grad(self, set_to_none):
-        zero_grads((p for g in self.param_groups for p in g["params"]), set_to_none)
+        for group in self.param_groups:
+            zero_grads(group["params"], set_to_none)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss if given.
