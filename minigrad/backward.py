@@ -121,8 +121,10 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
         elif graph:
             g = g if leaf._grad is None else leaf._grad + g
             _state.kernel(_set_grad, leaf, g)  # a captured step (mg.compile) sets it again on each replay
-        else:
+        elif _state.active:  # a captured step (mg.compile) adds it again on each replay
             _state.kernel(_into_grad, leaf, g)
+        else:  # (as Tensor() does: the kernel door costs a call and a * call per leaf otherwise)
+            _into_grad(leaf, g)
 
 
 def _walk(order, graph, retain_graph, capture, leaves):
@@ -301,7 +303,7 @@ def _readonly(a):
     never changed through the other (NumPy only: CuPy has no read-only flag)."""
     if a.__class__ is _nd:
         a = a.view()
-        a.setflags(write=False)  # cheaper than a.flags.writeable = False (no flags object)
+        a.setflags(False)  # write=False, passed by position: a keyword costs more than the view
     return a
 
 
