@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _state
 from .. import backend as _be
+from .._util import NOARG
 from ..errors import MinigradError
 from ..tensor import Tensor, get_default_dtype, zero_grads
 
@@ -163,10 +164,14 @@ class Module:
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward(...)")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, x=NOARG, /, *args, **kwargs):
         if _state.active:  # a captured step (mg.compile) replays this mode only (train() / eval())
             _state.guard(self, "training")
-        return self.forward(*args, **kwargs)
+        if args or kwargs:
+            return self.forward(*args, **kwargs) if x is NOARG else self.forward(x, *args, **kwargs)
+        # one input, the common call (every layer of a Sequential): passed on without packing
+        # it into an argument tuple, which costs as much again as the call
+        return self.forward() if x is NOARG else self.forward(x)
 
     # -- walking the tree -------------------------------------------------------------------------
     def named_children(self):
