@@ -110,7 +110,7 @@ def _linear_fwd(xp, x, w, b=None):
 
 
 def _linear_rule(ctx, g):
-    x, w = ctx.saved[:2]
+    x, w = ctx.saved  # save=(0, 1)
     p = ctx.parents
     gx = apply(MATMUL, g, w) if p[0] is not None else None
     gw = gb = None
