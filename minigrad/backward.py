@@ -197,7 +197,7 @@ def _send(n, grads, leaves, graph):
     """Hand each input its gradient: checked against the input, summed where inputs repeat
     (in a first-order pass the sums are plain array additions: nothing records them)."""
     parents, meta = n.parents, n.meta
-    for i, gi in enumerate(grads):  # one per input (the registry test and Function hold rules to it)
+    for i, gi in enumerate(grads):  # at most one per input: the registry test and Function hold rules to it
         p = parents[i]
         if p is None or gi is None:
             continue
