@@ -132,29 +132,13 @@ class ndarray:  # noqa: N801 - CuPy's name
     def shape(self, value):
         self._a.shape = value
 
-    @property
-    def ndim(self):
-        return self._a.ndim
-
-    @property
-    def size(self):
-        return self._a.size
-
-    @property
-    def dtype(self):
-        return self._a.dtype
-
-    @property
-    def itemsize(self):
-        return self._a.itemsize
-
-    @property
-    def nbytes(self):
-        return self._a.nbytes
-
-    @property
-    def strides(self):
-        return self._a.strides
+    # the wrapped array's own (read-only) attributes, read through
+    ndim = property(_op.attrgetter("_a.ndim"))
+    size = property(_op.attrgetter("_a.size"))
+    dtype = property(_op.attrgetter("_a.dtype"))
+    itemsize = property(_op.attrgetter("_a.itemsize"))
+    nbytes = property(_op.attrgetter("_a.nbytes"))
+    strides = property(_op.attrgetter("_a.strides"))
 
     @property
     def flags(self):
