@@ -26,7 +26,8 @@ import numpy as np
 
 from . import _state
 from . import backend as _be
-from .tensor import Tensor, wrap
+from .tensor import Tensor, _to_array, wrap
+from .tensor import get_default_dtype as _default_float
 
 _seq = itertools.count()
 _next_seq = _seq.__next__
@@ -223,6 +224,13 @@ def const(v, op: str):
     raise TypeError(f"{op}: unsupported operand type {type(v).__name__} (expected a Tensor, an array or a number)")
 
 
+def _number_arrays(nums):
+    """Python numbers that are all of an op's operands, as 0-d arrays of one dtype: NumPy's
+    promotion of them, with the default dtype for floats and the default device (``mg.tensor``'s)."""
+    dt = np.result_type(*nums)
+    return [_to_array(v, _default_float() if dt.kind == "f" else dt) for v in nums]
+
+
 def _xp_of(op, datas):
     """The array module of an op's operands; an error naming the op and both devices when mixed."""
     try:
@@ -250,6 +258,7 @@ def apply(op: Op, *args, **params):
     datas = []
     rg = False
     dev = False  # a device (CuPy) array among the operands
+    scalars = 0  # Python numbers among them
     for a in args:
         if a.__class__ is Tensor or isinstance(a, Tensor):
             d = a.data
@@ -257,9 +266,14 @@ def apply(op: Op, *args, **params):
                 rg = True
         else:
             d = const(a, op.name)
+            if d.__class__ is not _nd and not hasattr(d, "shape"):
+                scalars += 1
         if d.__class__ is not _nd and hasattr(d, "shape"):
             dev = True
         datas.append(d)
+    if scalars and scalars == len(datas):  # numbers only (``mg.exp(1.0)``): as tensors of them
+        datas = _number_arrays(datas)
+        dev = datas[0].__class__ is not _nd
     xp = _xp_of(op.name, datas) if dev else np
     try:
         if mode.observers:

@@ -384,3 +384,32 @@ def test_std_second_derivative_at_a_constant_row_is_finite():
     assert np.isfinite(to_np(hx)).all()
     np.testing.assert_allclose(to_np(gx), tg.detach().numpy(), rtol=1e-12)
     np.testing.assert_allclose(to_np(hx), th.numpy(), rtol=1e-10, atol=1e-14)
+
+
+# -- an op whose operands are all Python numbers -----------------------------------------------
+
+@pytest.mark.parametrize("expr, dtype, want", [
+    (lambda: mg.add(2, 3), np.int64, 5),
+    (lambda: mg.mul(2.0, 3.0), np.float32, 6.0),
+    (lambda: mg.sub(1, 2.0), np.float32, -1.0),       # NumPy's promotion of the numbers, floats at the default dtype
+    (lambda: mg.neg(1), np.int64, -1),
+    (lambda: mg.pow(2.0, 3), np.float32, 8.0),
+    (lambda: mg.exp(0.0), np.float32, 1.0),
+    (lambda: mg.maximum(1.0, 2.0), np.float32, 2.0),
+])
+def test_numbers_only_give_a_tensor_as_mg_tensor_would(expr, dtype, want):
+    # the data was a Python int or float (``mg.add(2, 3).data`` was 5, and its repr raised), or a
+    # float64 array where ``mg.tensor(1.0)`` is float32
+    t = expr()
+    assert hasattr(t.data, "dtype") and t.shape == () and t.dtype == dtype
+    _ok(t, want)
+    assert t.device == mg.tensor(1.0).device
+
+
+def test_numbers_only_follow_the_default_dtype():
+    old = mg.get_default_dtype()
+    mg.set_default_dtype(np.float64)
+    try:
+        assert mg.exp(1.0).dtype == np.float64
+    finally:
+        mg.set_default_dtype(old)
