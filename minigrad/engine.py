@@ -60,12 +60,13 @@ class Op:
         info: ``info(**params) -> dict`` the attributes the tape and pictures show (axis...).
         torch: ``torch(torch_module, *args, **kwargs)`` the same computation in PyTorch.
         ufunc: the name of the NumPy/CuPy function the forward amounts to (``"add"``:
-            ``forward(xp, x, y)`` is ``xp.add(x, y)``); a replay (``mg.compile``) calls it directly.
+            ``forward(xp, x, y)`` is ``xp.add(x, y)``): apply calls ``np.<ufunc>`` directly on NumPy
+            arrays (no Python frame for the forward), a replay (``mg.compile``) on any.
     """
 
     __slots__ = ("name", "forward", "rule", "save", "cross", "save_out", "aux", "broadcast", "view",
                  "kind", "samples", "torch", "n_out", "frontend", "method", "dunders", "export",
-                 "numpy", "inplace", "doc", "info", "ufunc", "save_at")
+                 "numpy", "inplace", "doc", "info", "ufunc", "save_at", "np_ufunc")
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
                  broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1, info=None, ufunc=None):
@@ -85,6 +86,7 @@ class Op:
         self.n_out = n_out
         self.info = info       # info(**params) -> the attributes the tape and pictures show
         self.ufunc = ufunc
+        self.np_ufunc = getattr(np, ufunc) if ufunc else None  # what apply calls on NumPy arrays
         self.frontend = None   # the public function (set by ops.public)
         self.method = ()       # Tensor method names bound to the frontend
         self.dunders = ()      # operator names; a name starting "__r" gets the reflected call
@@ -278,6 +280,8 @@ def apply(op: Op, *args, **params):
     try:
         if mode.observers:
             out = _observed_forward(op, xp, args, datas, params, mode.observers)
+        elif xp is np and op.np_ufunc is not None and not params:  # xp.<ufunc>(*arrays): no Python frame
+            out = op.np_ufunc(*datas)
         else:
             out = op.forward(xp, *datas, **params)
     except ValueError as e:

@@ -142,8 +142,9 @@ UFUNC = sorted(name for name, op in REG.items() if getattr(op, "ufunc", None))
 
 @pytest.mark.parametrize("name", UFUNC)
 def test_an_ops_ufunc_is_its_forward(name):
-    """``Op.ufunc`` says the forward is ``xp.<ufunc>``: a replay (mg.compile) calls that instead,
-    so the two must give the same bits, on every sample, in float32 and float64."""
+    """``Op.ufunc`` says the forward is ``xp.<ufunc>``: apply calls that instead on NumPy arrays, and
+    a replay (mg.compile) on any, so the two must give the same bits, on every sample, in float32
+    and float64 (under MINIGRAD_DEVICE=fakecuda apply calls the forward: both are run)."""
     op = REG[name]
     xp = mg.backend.xp_for(mg.get_default_device())
     for sample in op.samples(np.random.default_rng(0)):
