@@ -26,6 +26,7 @@ import numpy as np
 
 from . import _state
 from . import backend as _be
+from .errors import NAMED_ERRORS, MinigradError, reraise
 from .tensor import Tensor, _to_array, wrap
 from .tensor import get_default_dtype as _default_float
 
@@ -284,10 +285,12 @@ def apply(op: Op, *args, **params):
             out = op.np_ufunc(*datas)
         else:
             out = op.forward(xp, *datas, **params)
-    except ValueError as e:
-        if "broadcast" not in str(e) or not op.broadcast:
+    except NAMED_ERRORS as e:  # NumPy's text ("boolean negative ... not supported") names the op first
+        if isinstance(e, ValueError) and op.broadcast and "broadcast" in str(e):
+            raise _broadcast_error(op, datas) from None
+        if isinstance(e, MinigradError):  # a capture's or anomaly mode's own, with its attributes
             raise
-        raise _broadcast_error(op, datas) from None
+        reraise(e, op.name)
     aux = None
     if op.aux:
         out, aux = out

@@ -99,7 +99,7 @@ def getitem(x, idx):
     try:
         return apply(GETITEM, x, *args, template=template)
     except IndexError as e:
-        raise IndexError(f"getitem: {e} (tensor shape {xd.shape})") from None
+        raise IndexError(f"getitem: {str(e).removeprefix('getitem: ')} (tensor shape {xd.shape})") from None
 
 
 def _index_add_fwd(xp, v, *arrays, shape, template):
@@ -139,11 +139,11 @@ def index_add(shape, idx, values):
     try:
         return apply(INDEX_ADD, values, *args, shape=shape, template=template)
     except IndexError as e:
-        raise IndexError(f"index_add: {e} (target shape {shape})") from None
+        raise IndexError(f"index_add: {str(e).removeprefix('index_add: ')} (target shape {shape})") from None
     except ValueError as e:
         raise ValueError(
             f"index_add: values of shape {tuple(values.shape)} do not fit the index {fmt_index(cidx)} of a "
-            f"target of shape {shape} ({e})"
+            f"target of shape {shape} ({str(e).removeprefix('index_add: ')})"
         ) from None
 
 

@@ -30,8 +30,10 @@ def _arith(op, name):
         try:
             return write(t, op, name, (other if isinstance(other, Tensor) else od,))
         except ValueError as e:
-            if "broadcast" in str(e) or "integers to negative" in str(e).lower():
-                raise ValueError(f"{name}: {e} (tensor dtype {t.dtype}, shape {t.shape})") from None
+            msg = str(e)
+            if "broadcast" in msg or "integers to negative" in msg.lower():
+                msg = f"{name}: {msg.removeprefix(f'{name}: ')}"  # apply may have named the op already
+                raise ValueError(f"{msg} (tensor dtype {t.dtype}, shape {t.shape})") from None
             raise
 
     method.__name__ = name
