@@ -204,13 +204,15 @@ class Node:
 # ---------------------------------------------------------------------------
 
 def const(v, op: str):
-    """A non-Tensor operand as a backend value: Python scalars stay scalars (weakly typed)."""
-    if isinstance(v, (int, float, bool)):
-        return v
+    """A non-Tensor operand as a backend value: Python scalars stay scalars (weakly typed), and
+    NumPy scalars become Python ones, ``np.float64`` (a ``float`` subclass) too: as in PyTorch,
+    ``float32 tensor * np.float64(2)`` stays float32."""
     if isinstance(v, np.generic):
         if v.dtype.kind in "OUSV":
             raise TypeError(f"{op}: unsupported operand {v!r} of dtype {v.dtype}")
         return v.item()
+    if isinstance(v, (int, float, bool)):
+        return v
     if isinstance(v, _nd) or _be.is_cupy_array(v):
         if v.dtype.kind in "OUSVMm":
             raise TypeError(f"{op}: unsupported operand of dtype {v.dtype} (expected numbers)")

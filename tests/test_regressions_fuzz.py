@@ -432,3 +432,16 @@ def test_an_error_that_names_its_op_is_not_named_twice():
         mg.ones(2) + mg.ones(3)
     with pytest.raises(ValueError, match=r"^pow_: Integers to negative integer powers"):
         mg.tensor([1, 2]).pow_(-1)
+
+
+# -- a NumPy scalar operand is weak, np.float64 too ----------------------------------------------
+
+@pytest.mark.parametrize("scalar", [np.float64(2), np.float32(2), np.int64(2), np.float16(2)])
+def test_numpy_scalar_operands_keep_the_tensors_dtype(scalar):
+    # np.float64 is a Python float subclass, so it went through as a strongly typed NumPy scalar:
+    # float32 * np.float64(2) was float64, where np.float32(2) and np.int64(2) kept float32 (and
+    # torch.ones(2) * np.float64(2) is float32)
+    t = mg.tensor([1.0, 2.0])
+    assert (t * scalar).dtype == np.float32 and (scalar * t).dtype == np.float32
+    assert (t + scalar).dtype == np.float32 and mg.maximum(t, scalar).dtype == np.float32
+    _ok(t * scalar, [2.0, 4.0])
