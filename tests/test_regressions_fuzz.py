@@ -445,3 +445,17 @@ def test_numpy_scalar_operands_keep_the_tensors_dtype(scalar):
     assert (t * scalar).dtype == np.float32 and (scalar * t).dtype == np.float32
     assert (t + scalar).dtype == np.float32 and mg.maximum(t, scalar).dtype == np.float32
     _ok(t * scalar, [2.0, 4.0])
+
+
+# -- mean with an integer dtype= --------------------------------------------------------------------
+
+def test_mean_with_an_integer_dtype_is_numpys():
+    # the sum was taken in int64, then divided: a float64 2.5 where NumPy gives int64 2
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for kwargs in ({}, {"axis": 1}, {"axis": 0, "keepdims": True}):
+        want = (-a).mean(dtype=np.int64, **kwargs)
+        got = mg.tensor(-a).mean(dtype=np.int64, **kwargs)
+        assert got.dtype == want.dtype and got.shape == np.shape(want)
+        _ok(got, want)
+    assert mg.tensor(np.arange(6)).mean(dtype=np.int32).dtype == np.int32
+    assert mg.tensor(a).mean(dtype=np.float16).dtype == np.float16

@@ -209,7 +209,10 @@ def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG)
     if dtype is None and x.dtype.kind not in "fc":
         dtype = np.float64
     s = sum(x, axes, keepdims, dtype)
-    return s / count if count else s * float("nan")
+    m = s / count if count else s * float("nan")
+    if dtype is not None and m.dtype != dtype:  # an integer dtype: NumPy divides, then casts (truncating)
+        m = m.astype(dtype)
+    return m
 
 
 def _ddof(ddof, correction):
