@@ -271,10 +271,11 @@ def apply(op: Op, *args, **params):
                 rg = True
         else:
             d = const(a, op.name)
-            if d.__class__ is not _nd and not hasattr(d, "shape"):
+        if d.__class__ is not _nd:
+            if hasattr(d, "shape"):
+                dev = True
+            else:
                 scalars += 1
-        if d.__class__ is not _nd and hasattr(d, "shape"):
-            dev = True
         datas.append(d)
     if scalars and scalars == len(datas):  # numbers only (``mg.exp(1.0)``): as tensors of them
         datas = _number_arrays(datas)
