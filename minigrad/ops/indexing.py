@@ -99,7 +99,7 @@ def getitem(x, idx):
     try:
         return apply(GETITEM, x, *args, template=template)
     except IndexError as e:
-        raise IndexError(f"getitem: {str(e).removeprefix('getitem: ')} (tensor shape {xd.shape})") from None
+        raise IndexError(f"{e} (tensor shape {xd.shape})") from None  # apply's message starts "getitem: "
 
 
 def _index_add_fwd(xp, v, *arrays, shape, template):
@@ -139,7 +139,7 @@ def index_add(shape, idx, values):
     try:
         return apply(INDEX_ADD, values, *args, shape=shape, template=template)
     except IndexError as e:
-        raise IndexError(f"index_add: {str(e).removeprefix('index_add: ')} (target shape {shape})") from None
+        raise IndexError(f"{e} (target shape {shape})") from None  # apply's message starts "index_add: "
     except ValueError as e:
         raise ValueError(
             f"index_add: values of shape {tuple(values.shape)} do not fit the index {fmt_index(cidx)} of a "
