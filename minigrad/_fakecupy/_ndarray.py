@@ -161,21 +161,9 @@ class ndarray:  # noqa: N801 - CuPy's name
     def T(self):  # noqa: N802
         return ndarray._from(self._a.T)
 
-    @property
-    def real(self):
-        return _wrap(self._a.real)
-
-    @real.setter
-    def real(self, v):
-        self._a.real = _unwrap(v, "real")
-
-    @property
-    def imag(self):
-        return _wrap(self._a.imag)
-
-    @imag.setter
-    def imag(self, v):
-        self._a.imag = _unwrap(v, "imag")
+    # the complex parts, read and written through: one property each, as NumPy's
+    real = property(lambda self: _wrap(self._a.real), lambda self, v: setattr(self._a, "real", _unwrap(v, "real")))
+    imag = property(lambda self: _wrap(self._a.imag), lambda self, v: setattr(self._a, "imag", _unwrap(v, "imag")))
 
     # -- Python protocol ---------------------------------------------------------------
     def __len__(self):
