@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _state
 from . import backend as _be
-from .engine import Node, _as_array, edge
+from .engine import ArrayCtx, Node, _as_array, edge
 from .tensor import Tensor, _set_grad, wrap
 
 _get_mode = _state.get
@@ -80,9 +80,12 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
     """The reverse pass. With ``capture`` (a dict: id(leaf) or (id(node), index) -> slot)
     gradients are returned there instead of accumulated into leaves' ``.grad`` (``mg.grad``)."""
     graph = create_graph
+    # Rules run on Tensors when their calls must be seen: recorded (create_graph) or watched by
+    # a capture (mg.compile). Otherwise they run on backend arrays, at the cost of their array calls.
+    on_tensors = graph or _state.capture() is not None
     roots = []
-    # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once. In a first-order
-    # pass the sum is kept as an array, so adding a leaf's gradients makes no Tensor each time
+    # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once; the sum is a
+    # Tensor with create_graph, else an array
     leaves = {}
     for t, g in zip(tensors, grads, strict=True):
         if not isinstance(t, Tensor):
@@ -98,13 +101,13 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
             _add_to(leaves, e, g if graph else g.data)
             continue
         node, idx = (e, 0) if e.__class__ is Node else e
-        _node_add(node, idx, g)
+        _node_add(node, idx, g if on_tensors else g.data)
         roots.append(node)
     token = _state.set_grad(graph)  # rules record only with create_graph
     order = ()
     try:
         order = _collect(roots) if roots else ()
-        _walk(order, graph, retain_graph, capture, leaves)  # it hands each Node's gradient on and clears it
+        _walk(order, graph, on_tensors, retain_graph, capture, leaves)  # it hands each Node's gradient on and clears it
     except BaseException:
         for n in order:  # a pass that failed half-way leaves no gradient behind on any Node
             n._g = None
@@ -127,7 +130,7 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
             _into_grad(leaf, g)
 
 
-def _walk(order, graph, retain_graph, capture, leaves):
+def _walk(order, graph, on_tensors, retain_graph, capture, leaves):
     observers = _get_mode().observers
     if observers:  # the ops rules run count as their rule's backward time, not as forward calls
         # (a capture, mg.compile, still records them: they are the replay's backward)
@@ -135,14 +138,15 @@ def _walk(order, graph, retain_graph, capture, leaves):
         observers = tuple(o for o in observers if o not in keep)
         token = _state.without_observers(graph, keep)
         try:
-            return _walk_nodes(order, graph, retain_graph, capture, leaves, observers)
+            return _walk_nodes(order, graph, on_tensors, retain_graph, capture, leaves, observers)
         finally:
             _state.reset(token)
-    return _walk_nodes(order, graph, retain_graph, capture, leaves, ())
+    return _walk_nodes(order, graph, on_tensors, retain_graph, capture, leaves, ())
 
 
-def _walk_nodes(order, graph, retain_graph, capture, leaves, observers):
+def _walk_nodes(order, graph, on_tensors, retain_graph, capture, leaves, observers):
     plain = capture is None and not observers
+    add = _add_tensors if graph else _add_captured if on_tensors else _add
     for n in order:
         g = n._g
         if g is None:
@@ -156,25 +160,41 @@ def _walk_nodes(order, graph, retain_graph, capture, leaves, observers):
             for cell, v, _ in n.vers:
                 if cell[0] != v:
                     n.check()
-            p = n.params
-            grads = n.opdef.rule(n, g) if p is None else n.opdef.rule(n, g, **p)
+            grads = _rule(n, g, on_tensors)
         else:
-            grads = _run_rule(n, g, graph, capture, observers)
+            grads = _run_rule(n, g, on_tensors, capture, observers)
         if not retain_graph:
             n.release()
-        _send(n, grads, leaves, graph)
+        _send(n, grads, leaves, on_tensors, add)
 
 
-def _run_rule(n, g, graph, capture, observers):
+def _rule(n, g, on_tensors):
+    """Call ``n``'s rule: on Tensors (``ctx`` is the Node, ``xp`` records), or on backend arrays."""
+    op = n.opdef
+    p = n.params or _NONE
+    if on_tensors:
+        return op.rule(n, g, **p)
+    if op.arrays:
+        return op.rule(ArrayCtx(n, np if g.__class__ is _nd else _be.array_module(g)), g, **p)
+    # a rule over Tensors only (autograd.Function): handed Tensors, its results taken back as arrays
+    gt = [None if x is None else wrap(x) for x in g] if n.n_out != 1 else wrap(g)
+    return tuple(None if r is None else r.data if isinstance(r, Tensor) else r for r in op.rule(n, gt, **p))
+
+
+_NONE: dict = {}
+
+
+def _run_rule(n, g, on_tensors, capture, observers):
     """The full path for one node: hooks, retain_grad, mg.grad's capture, several outputs,
     observers (profile, anomaly)."""
     if n.n_out == 1:
-        if n._hooks:
-            g = _call_hooks(n._hooks, g)
+        if n._hooks:  # hooks see (and return) Tensors
+            g = _call_hooks(n._hooks, g) if on_tensors else _call_hooks(n._hooks, wrap(g)).data
         if n.retain is not None:
             t = n.retain()
             if t is not None:
-                t._grad = g if t._grad is None else t._grad + g
+                gt = g if on_tensors else wrap(g)
+                t._grad = gt if t._grad is None else t._grad + gt
         if capture is not None and (id(n), 0) in capture:
             _capture_add(capture, (id(n), 0), g)
     elif capture is not None:
@@ -182,53 +202,73 @@ def _run_rule(n, g, graph, capture, observers):
             if gi is not None and (id(n), i) in capture:
                 _capture_add(capture, (id(n), i), gi)
     n.check()
-    p = n.params or {}
     if not observers:
-        return n.opdef.rule(n, g, **p)
+        return _rule(n, g, on_tensors)
     t0 = _perf()
-    grads = n.opdef.rule(n, g, **p)
+    grads = _rule(n, g, on_tensors)
     dt = _perf() - t0
     for o in observers:
         o.backward(n, dt, grads)
     return grads
 
 
-def _send(n, grads, leaves, graph):
-    """Hand each input its gradient: checked against the input, summed where inputs repeat
-    (in a first-order pass the sums are plain array additions: nothing records them)."""
+def _send(n, grads, leaves, on_tensors, add):
+    """Hand each input its gradient: checked against the input, summed back over broadcast axes,
+    cast to the input's dtype, and added up where an input is used twice."""
     parents, meta = n.parents, n.meta
     for i, gi in enumerate(grads):  # at most one per input: the registry test and Function hold rules to it
         p = parents[i]
         if p is None or gi is None:
             continue
-        m = meta[i]
-        if gi.__class__ is not Tensor and not isinstance(gi, Tensor):
-            raise TypeError(f"the gradient rule of {n.op!r} returned {type(gi).__name__}, expected a Tensor")
-        d = gi.data
-        if d.shape != m[0]:
+        if gi.__class__ is not _nd:
+            gi = _checked(n, gi, on_tensors)
+        shape, dtype = meta[i]
+        if gi.shape != shape:
             if not n.opdef.broadcast:
                 raise RuntimeError(
                     f"internal error: the gradient rule of {n.op!r} returned shape "
-                    f"{d.shape} for an input of shape {m[0]}"
+                    f"{gi.shape} for an input of shape {shape}"
                 )
-            gi = gi.sum_to(m[0])
-        dt = d.dtype
-        if dt is not m[1] and dt != m[1]:
-            gi = gi.astype(m[1])
+            gi = sum_to(gi, shape)
+        dt = gi.dtype
+        if dt is not dtype and dt != dtype:
+            gi = gi.astype(dtype)
         c = p.__class__
         if c is Node and not p.special:
             pg = p._g
-            p._g = gi if pg is None else pg + gi if graph else wrap(_state.kernel(_add, pg.data, gi.data))
+            p._g = gi if pg is None else add(pg, gi)
         elif c is Node:
             _node_add(p, 0, gi)
         elif c is tuple:
             _node_add(p[0], p[1], gi)
         else:
+            if on_tensors and add is not _add_tensors:  # a capture's Tensors: leaves sum arrays
+                gi = gi.data
             e = leaves.get(id(p))
             if e is None:
-                leaves[id(p)] = [p, gi if graph else gi.data]
+                leaves[id(p)] = [p, gi]
             else:
-                e[1] = e[1] + gi if graph else _state.kernel(_add, e[1], gi.data)
+                e[1] = add(e[1], gi) if add is not _add_captured else _state.kernel(_add, e[1], gi)
+
+
+def _checked(n, g, on_tensors):
+    """A rule's gradient as the pass needs it: a Tensor on Tensors, else a backend array."""
+    if isinstance(g, Tensor):
+        return g if on_tensors else g.data
+    if on_tensors or not hasattr(g, "shape"):
+        raise TypeError(f"the gradient rule of {n.op!r} returned {type(g).__name__}, expected "
+                        f"{'a Tensor' if on_tensors else 'an array'}")
+    return _as_array(g)  # a NumPy scalar (a reduction of a 0-d array) as a 0-d array
+
+
+def sum_to(g, shape):
+    """The one inverse of broadcasting: sum ``g`` (an array or a Tensor) down to ``shape``,
+    over its leading axes and the axes where ``shape`` has size 1."""
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
+    if axes:
+        g = g.sum(axis=axes, keepdims=True)
+    return g.reshape(shape) if lead else g
 
 
 def _add_to(leaves, leaf, g):
@@ -293,6 +333,14 @@ def _add(a, b):
     """Two gradients of one tensor, summed (first order: plain arrays)."""
     s = a + b
     return s if s.__class__ is _nd else _as_array(s)
+
+
+def _add_tensors(a, b):
+    return a + b  # recorded: create_graph
+
+
+def _add_captured(a, b):
+    return wrap(_state.kernel(_add, a.data, b.data))  # a capture replays the sum of the arrays
 
 
 _add.ufunc = "add"  # what a replay (mg.compile) may call instead, when the sum is an array
@@ -363,6 +411,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 )
             result.append(None)
             continue
+        g = g if isinstance(g, Tensor) else wrap(g)  # a first-order pass hands on arrays
         result.append(g if w is None else w._grad_like(g))
     return tuple(result)
 

@@ -18,6 +18,7 @@ The reverse pass over the Nodes is ``backward.py``.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import time
 import weakref
@@ -30,6 +31,7 @@ from .errors import NAMED_ERRORS, MinigradError, reraise
 from .tensor import Tensor, _to_array, wrap
 from .tensor import get_default_dtype as _default_float
 
+OPS: dict = {}  # every registered op by name (``ops._registry.defop`` fills it; ``mg.ops.registry()``)
 _seq = itertools.count()
 _next_seq = _seq.__next__
 _get_mode = _state.get
@@ -63,14 +65,17 @@ class Op:
         ufunc: the name of the NumPy/CuPy function the forward amounts to (``"add"``:
             ``forward(xp, x, y)`` is ``xp.add(x, y)``): apply calls ``np.<ufunc>`` directly on NumPy
             arrays (no Python frame for the forward), a replay (``mg.compile``) on any.
+        arrays: the rule is written in the array API (``ctx.xp``, operators, array methods): a
+            first-order backward runs it on backend arrays. False: it is handed Tensors always
+            (``autograd.Function``'s user code).
     """
 
     __slots__ = ("name", "forward", "rule", "save", "cross", "save_out", "aux", "broadcast", "view",
                  "kind", "samples", "torch", "n_out", "frontend", "method", "dunders", "export",
-                 "numpy", "inplace", "doc", "info", "ufunc", "save_at", "np_ufunc")
+                 "numpy", "inplace", "doc", "info", "ufunc", "save_at", "np_ufunc", "arrays")
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
-                 broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1, info=None, ufunc=None):
+                 broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1, info=None, ufunc=None, arrays=True):
         self.name = name
         self.forward = forward
         self.rule = rule
@@ -88,6 +93,7 @@ class Op:
         self.info = info       # info(**params) -> the attributes the tape and pictures show
         self.ufunc = ufunc
         self.np_ufunc = getattr(np, ufunc) if ufunc else None  # what apply calls on NumPy arrays
+        self.arrays = arrays
         self.frontend = None   # the public function (set by ops.public)
         self.method = ()       # Tensor method names bound to the frontend
         self.dunders = ()      # operator names; a name starting "__r" gets the reflected call
@@ -115,6 +121,7 @@ class Node:
                  "aux", "seq", "_g", "freed", "special", "view_ver", "__dict__", "__weakref__")
     # rarely set: live in the instance __dict__ when set; setting one of the three below also
     # sets ``special``, which sends the node down the walk's full path
+    xp = None         # the rule's namespace when it runs on Tensors (TENSORS, below)
     info = None       # attributes shown to readers (axis, keepdims, pattern...)
     consts = None     # ((input index, shape, dtype), ...) of Tensor inputs that need no grad
     where = None      # (file, line) of the user's code, in anomaly mode
@@ -476,3 +483,87 @@ def _note_plain_view(v):
     n = len(cell)
     if n > 32 and n & (n - 1) == 0:
         cell[1:] = [w for w in cell[1:] if w() is not None]
+
+
+# ---------------------------------------------------------------------------
+# what a rule calls: ``ctx.xp``
+# ---------------------------------------------------------------------------
+# A rule is written once, in the array API: operators, array methods (``.sum``, ``.reshape``,
+# ``.T``, ``.astype``) and ``ctx.xp.<name>``. ``xp.<name>`` is NumPy's function of that name
+# where NumPy has one, else the registered op of that name, called with its forward's
+# parameters. In a first-order backward ``xp`` is an ``ArrayNamespace`` over the backend module
+# (NumPy, CuPy), so the rule costs its array calls; when a higher derivative is taken (or a
+# capture watches), ``xp`` is ``TENSORS`` and every call records through ``apply``.
+
+
+class ArrayNamespace:
+    """``xp`` for a rule on backend arrays: the module's functions, and each op's forward."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def apply(self, op, *args, **params):
+        """Run ``op`` on arrays: its forward (the escape from a name NumPy also uses, ``einsum``)."""
+        return op.forward(self._module, *args, **params)
+
+    def __getattr__(self, name):
+        fn = getattr(np, name, None) and getattr(self._module, name, None)
+        if fn is None:
+            op = OPS.get(name)
+            if op is None or op.forward is None:
+                raise AttributeError(f"a gradient rule called xp.{name}: neither {self._module.__name__} "
+                                     "nor the op registry has it")
+            fn = functools.partial(op.forward, self._module)
+        self.__dict__[name] = fn  # found once
+        return fn
+
+
+class TensorNamespace:
+    """``xp`` for a rule on Tensors: minigrad's function of each NumPy name, and each op applied."""
+
+    @staticmethod
+    def apply(op, *args, **params):
+        """Run ``op`` on Tensors: recorded when this thread records."""
+        return apply(op, *args, **params)
+
+    def __getattr__(self, name):
+        fn = None
+        if getattr(np, name, None) is not None:  # NumPy's name: minigrad's function of that name
+            fn = next((op.frontend for op in OPS.values() if op.export == name), None)
+        op = OPS.get(name)
+        if fn is None and op is not None and op.forward is not None:
+            fn = functools.partial(apply, op)
+        if fn is None:
+            raise AttributeError(f"a gradient rule called xp.{name}, which minigrad cannot record: no "
+                                 "differentiable function of that name, so a higher derivative would miss it")
+        self.__dict__[name] = fn
+        return fn
+
+
+TENSORS = TensorNamespace()
+_ARRAYS: dict = {}
+
+
+def array_namespace(module) -> ArrayNamespace:
+    """The ``xp`` of rules on ``module``'s arrays (one per module)."""
+    ns = _ARRAYS.get(module)
+    if ns is None:
+        ns = _ARRAYS[module] = ArrayNamespace(module)
+    return ns
+
+
+class ArrayCtx:
+    """What a rule reads in a first-order backward: its Node's values as backend arrays."""
+
+    __slots__ = ("xp", "saved", "out", "aux", "parents", "meta")
+
+    def __init__(self, node, module):
+        self.xp = array_namespace(module)
+        self.saved = tuple(s.data if isinstance(s, Tensor) else s for s in node.saved)
+        self.out = node._out
+        self.aux = node.aux
+        self.parents = node.parents
+        self.meta = node.meta
+
+
+Node.xp = TENSORS

@@ -126,7 +126,7 @@ class Function:
     def _op(cls):
         op = cls.__dict__.get("_minigrad_op")
         if op is None:
-            op = Op(cls.__name__, _forward, _rule, n_out=None, kind="function")
+            op = Op(cls.__name__, _forward, _rule, n_out=None, kind="function", arrays=False)
             cls._minigrad_op = op
         return op
 

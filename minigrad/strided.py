@@ -367,10 +367,10 @@ def _overlap_samples(rng):
 
 
 WINDOWS = defop("windows", lambda xp, x, spec: _windows_array(x, spec),
-                lambda ctx, g, spec: (apply(OVERLAP_ADD, g, spec=spec),), view=True, kind="view",
+                lambda ctx, g, spec: (ctx.xp.overlap_add(g, spec=spec),), view=True, kind="view",
                 samples=_windows_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
 OVERLAP_ADD = defop("overlap_add", lambda xp, g, spec: _overlap_add_array(g, spec),
-                    lambda ctx, gg, spec: (apply(WINDOWS, gg, spec=spec),), kind="reduce",
+                    lambda ctx, gg, spec: (ctx.xp.windows(gg, spec=spec),), kind="reduce",
                     samples=_overlap_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
 
 

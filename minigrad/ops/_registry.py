@@ -11,9 +11,8 @@ and is gradchecked, gradgradchecked and compared with PyTorch from them.
 """
 from __future__ import annotations
 
+from ..engine import OPS as _REGISTRY
 from ..engine import Op
-
-_REGISTRY: dict[str, Op] = {}
 
 
 class Sample:

@@ -271,10 +271,11 @@ def _as3(x, lx, batch, free, con, nb, nf, k, right):
 # the recorded ops: pairwise contraction, diagonal, and its scatter
 # ---------------------------------------------------------------------------
 
-def _pair_rule(ctx, g, la, lb, lout, pattern=None):
+def _pair_rule(ctx, g, la, lb, lout, names=None):
     a, b = ctx.saved  # each saved only when the other operand needs a gradient
-    ga = None if b is None else _pair(g, lout, b, lb, la)
-    gb = None if a is None else _pair(a, la, g, lout, lb)
+    pair = ctx.xp.apply
+    ga = None if b is None else pair(PAIR, g, b, la=lout, lb=lb, lout=la, names=names)
+    gb = None if a is None else pair(PAIR, a, g, la=la, lb=lout, lout=lb, names=names)
     return ga, gb
 
 
@@ -284,17 +285,15 @@ def _pair_samples(rng):
             Sample(r((3,)), r((4,)), la=(0,), lb=(1,), lout=(1, 0))]
 
 
-PAIR = defop("einsum", lambda xp, a, b, la, lb, lout, pattern=None: _pair_arrays(a, la, b, lb, lout), _pair_rule,
-             save=(0, 1), cross=True, kind="other", samples=_pair_samples)
+PAIR = defop("einsum", lambda xp, a, b, la, lb, lout, names=None: _pair_arrays(a, la, b, lb, lout), _pair_rule,
+             save=(0, 1), cross=True, kind="other", samples=_pair_samples,
+             info=lambda la, lb, lout, names=None: {"pattern": _pattern_of(la, lb, lout, names)})
 
 
 def _pair(a, la, b, lb, lout, names=None):
     """Pairwise contraction of Tensors, recorded as one ``einsum`` Node (``names``: the user's
     label names, for the pattern the tape and graphs show)."""
-    out = apply(PAIR, a, b, la=la, lb=lb, lout=lout)
-    if out._node is not None:
-        out._node.info = {"pattern": _pattern_of(la, lb, lout, names)}
-    return out
+    return apply(PAIR, a, b, la=la, lb=lb, lout=lout, names=names)
 
 
 @functools.lru_cache(maxsize=256)
@@ -329,26 +328,18 @@ def _undiag_fwd(xp, g, lu, lx, shape):
     return z.reshape(shape)
 
 
-DIAG = defop("einsum_diag", _diag_fwd, lambda ctx, g, lx, lu, shape: (_undiag(g, lu, lx, shape),), kind="other",
+DIAG = defop("einsum_diag", _diag_fwd, lambda ctx, g, lx, lu, shape: (ctx.xp.apply(UNDIAG, g, lu=lu, lx=lx, shape=shape),),
+             kind="other", info=lambda lx, lu, shape: {"pattern": _pattern_of(lx, None, lu)},
              samples=lambda rng: [Sample(rng.standard_normal((3, 3, 2)), lx=(0, 0, 1), lu=(0, 1), shape=(3, 3, 2))])
-UNDIAG = defop("einsum_undiag", _undiag_fwd, lambda ctx, g, lu, lx, shape: (_diag(g, lx, lu),), kind="other",
+UNDIAG = defop("einsum_undiag", _undiag_fwd,
+               lambda ctx, g, lu, lx, shape: (ctx.xp.apply(DIAG, g, lx=lx, lu=lu, shape=tuple(g.shape)),),
+               kind="other", info=lambda lu, lx, shape: {"pattern": _pattern_of(lu, None, lx)},
                samples=lambda rng: [Sample(rng.standard_normal((3, 2)), lu=(0, 1), lx=(0, 0, 1), shape=(3, 3, 2))])
 
 
 def _diag(x, lx, lu):
     """The diagonal over repeated labels (``"ii->i"``), recorded as ``einsum_diag``."""
-    out = apply(DIAG, x, lx=lx, lu=lu, shape=tuple(x.shape))
-    if out._node is not None:
-        out._node.info = {"pattern": _pattern_of(lx, None, lu)}
-    return out
-
-
-def _undiag(g, lu, lx, shape):
-    """Zeros of ``shape`` with ``g`` written onto the diagonal; the gradient of ``_diag``."""
-    out = apply(UNDIAG, g, lu=lu, lx=lx, shape=shape)
-    if out._node is not None:
-        out._node.info = {"pattern": _pattern_of(lu, None, lx)}
-    return out
+    return apply(DIAG, x, lx=lx, lu=lu, shape=tuple(x.shape))
 
 
 # ---------------------------------------------------------------------------

@@ -71,7 +71,7 @@ def sub(x, y):
 def _mul_rule(ctx, g):
     x, y = ctx.saved  # each saved only when the other input needs a gradient
     if x is y and x is not None and ctx.parents[0] is ctx.parents[1]:
-        return scaled_mul(g, x, 2.0), None  # x * x: one gradient, 2 g x, not g x twice and their sum
+        return ctx.xp.scaled_mul(g, x, c=2.0), None  # x * x: one gradient, 2 g x, not g x twice and their sum
     return (None if y is None else g * y), (None if x is None else g * x)
 
 
@@ -100,7 +100,8 @@ def _scaled_mul_fwd(xp, x, y, c):
 
 def _scaled_mul_rule(ctx, gg, c):
     x, y = ctx.saved
-    return (None if y is None else scaled_mul(gg, y, c)), (None if x is None else scaled_mul(gg, x, c))
+    xp = ctx.xp
+    return (None if y is None else xp.scaled_mul(gg, y, c=c)), (None if x is None else xp.scaled_mul(gg, x, c=c))
 
 
 # c * x * y as one op: the gradient of x * x and of x ** 2 (2 g x), one array where two temporaries were
@@ -135,19 +136,20 @@ def div(x, y):
 
 def _pow_rule(ctx, g):
     x, y = ctx.saved
+    xp = ctx.xp
     gx = gy = None
     if ctx.parents[0] is not None:
-        if isinstance(y, Tensor):  # d/dx x**y = y x**(y-1), and 0 where y == 0 (even at x == 0)
-            gx = where(y == 0, 0.0, g * y * x ** (y - 1))
+        if not isinstance(y, (int, float)):  # d/dx x**y = y x**(y-1), and 0 where y == 0 (even at x == 0)
+            gx = xp.where(y == 0, 0.0, g * y * x ** (y - 1))
         elif y == 0:
             gx = g * 0.0
         else:
-            gx = scaled_mul(g, x, 2.0) if y == 2 else g * (y * x ** (y - 1))
-    if ctx.parents[1] is not None and not isinstance(x, Tensor):  # a number to a tensor power
+            gx = xp.scaled_mul(g, x, c=2.0) if y == 2 else g * (y * x ** (y - 1))
+    if ctx.parents[1] is not None and isinstance(x, (int, float)):  # a number to a tensor power
         gy = g * x ** y * float(np.log(x)) if x != 0 else g * 0.0
     elif ctx.parents[1] is not None:  # d/dy x**y = x**y log x, and 0 where x == 0 (PyTorch's convention)
         zero = x == 0
-        gy = where(zero, 0.0, g * x ** y * log(where(zero, 1.0, x)))
+        gy = xp.where(zero, 0.0, g * x ** y * xp.log(xp.where(zero, 1.0, x)))
     return gx, gy
 
 
@@ -227,15 +229,15 @@ log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.save
                _unary_samples(low=0.1), numpy=(np.log1p,), save=(0,))
 sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), _unary_samples(low=0.2),
               numpy=(np.sqrt,), save_out=True)
-sin = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * cos(ctx.saved[0]),), _unary_samples(),
+sin = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * ctx.xp.cos(ctx.saved[0]),), _unary_samples(),
              numpy=(np.sin,), save=(0,))
-cos = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * sin(ctx.saved[0]),), _unary_samples(),
+cos = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * ctx.xp.sin(ctx.saved[0]),), _unary_samples(),
              numpy=(np.cos,), save=(0,))
 
 
 def _tanh_backward_rule(ctx, gg):
     g, y = ctx.saved  # tanh_backward(g, y) = g (1 - y^2)
-    gg_g = tanh_backward(gg, y) if ctx.parents[0] is not None else None
+    gg_g = ctx.xp.tanh_backward(gg, y) if ctx.parents[0] is not None else None
     return gg_g, (gg * g * y * -2.0 if ctx.parents[1] is not None else None)
 
 
@@ -260,7 +262,7 @@ def tanh_backward(g, y):
     return apply(TANH_BACKWARD, g, y)
 
 
-tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (tanh_backward(g, ctx.out),), _unary_samples(),
+tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (ctx.xp.tanh_backward(g, ctx.out),), _unary_samples(),
               numpy=(np.tanh,), save_out=True)
 
 
@@ -274,7 +276,7 @@ def _sigmoid_rule(ctx, g):
 
 
 sigmoid = _unary("sigmoid", _sigmoid_fwd, _sigmoid_rule, _unary_samples(), save_out=True)
-relu = _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda ctx, g: (where(ctx.out > 0, g, 0.0),),
+relu = _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda ctx, g: (ctx.xp.where(ctx.out > 0, g, 0.0),),
               _unary_samples(away=0.0), save_out=True)
 
 SIGN = defop("sign", lambda xp, x: xp.sign(x), kind="elementwise")
@@ -286,7 +288,7 @@ def sign(x):
     return apply(SIGN, x)
 
 
-abs = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sign(ctx.saved[0]),), _unary_samples(away=0.0),  # noqa: A001
+abs = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),), _unary_samples(away=0.0),  # noqa: A001
              numpy=(np.absolute,), save=(0,))
 
 CLONE = defop("clone", lambda xp, x: x.copy() if hasattr(x, "copy") else xp.array(x),  # a Python number too
@@ -319,6 +321,7 @@ def astype(x, dtype):
 
 def _extremum_rule(ctx, g, bigger):
     x, y = ctx.saved
+    where = ctx.xp.where
     tie = x == y
     half = g * 0.5
     wins_x = (x > y) if bigger else (x < y)
@@ -358,6 +361,7 @@ def _where_fwd(xp, c, x, y):
 
 def _where_rule(ctx, g):
     (c,) = ctx.saved
+    where = ctx.xp.where
     gx = where(c, g, 0.0) if ctx.parents[1] is not None else None
     gy = where(c, 0.0, g) if ctx.parents[2] is not None else None
     return None, gx, gy
@@ -394,7 +398,7 @@ def _clip_rule(ctx, g, lo, hi):
         inside = x >= lo
     if hi is not None:
         inside = (x <= hi) if inside is None else inside & (x <= hi)
-    return (where(inside, g, 0.0),)
+    return (ctx.xp.where(inside, g, 0.0),)
 
 
 CLIP = defop("clip", lambda xp, x, lo, hi: xp.clip(x, lo, hi), _clip_rule, save=(0,), kind="elementwise",

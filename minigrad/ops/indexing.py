@@ -76,7 +76,7 @@ def _getitem_fwd(xp, x, *arrays, template):
 
 
 def _getitem_rule(ctx, g, template):
-    return (apply(INDEX_ADD, g, *ctx.saved, shape=ctx.meta[0][0], template=template),)
+    return (ctx.xp.index_add(g, *ctx.saved, shape=ctx.meta[0][0], template=template),)
 
 
 GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="maybe", kind="view",
@@ -113,7 +113,7 @@ def _index_add_fwd(xp, v, *arrays, shape, template):
 
 
 def _index_add_rule(ctx, g, shape, template):
-    return (apply(GETITEM, g, *ctx.saved, template=template),)
+    return (ctx.xp.getitem(g, *ctx.saved, template=template),)
 
 
 INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), kind="other",

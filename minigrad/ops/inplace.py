@@ -69,7 +69,7 @@ from ..engine import Op, apply, const, edge
 from ..tensor import Tensor, wrap
 from . import elementwise as E
 from ._registry import Sample, defop
-from .indexing import _ARRAY, INDEX_ADD
+from .indexing import _ARRAY
 
 # -- the checks ---------------------------------------------------------------
 
@@ -246,7 +246,7 @@ def variant(op: Op, name: str) -> Op:
     v = _VARIANTS.get((op.name, name))
     if v is None:
         v = Op(name, op.forward, op.rule, save=op.save, cross=op.cross, save_out=op.save_out, aux=op.aux,
-               broadcast=op.broadcast, kind="inplace")
+               broadcast=op.broadcast, kind="inplace", arrays=op.arrays)
         _VARIANTS[(op.name, name)] = v
     return v
 
@@ -329,7 +329,7 @@ def _assign(t, value):
 
 def _copy_slices_rule(ctx, g, inplace=False):
     pos, keep = ctx.saved
-    gb = E.where(keep, g, 0.0) if ctx.parents[0] is not None else None
+    gb = ctx.xp.where(keep, g, 0.0) if ctx.parents[0] is not None else None
     gv = g.reshape(-1)[pos] if ctx.parents[1] is not None else None
     return gb, gv
 
@@ -351,7 +351,7 @@ def _as_strided_rule(ctx, g, shape):
     size = 1
     for n in shape:
         size *= n
-    flat = apply(INDEX_ADD, g.reshape(-1), pos.reshape(-1), shape=(size,), template=(_ARRAY,))
+    flat = ctx.xp.index_add(g.reshape(-1), pos.reshape(-1), shape=(size,), template=(_ARRAY,))
     return (flat.reshape(shape),)
 
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..backward import sum_to
 from ..engine import apply
 from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
-from .reduce import SUM
 
 
 def _mm_rule(ctx, g):
@@ -24,13 +24,13 @@ def _mm_rule(ctx, g):
         b = b.reshape(b.shape[0], 1)
     ga = gb = None
     if ctx.parents[0] is not None:
-        ga = g @ b.mT
+        ga = g @ b.swapaxes(-1, -2)
         if a1:  # sum any batch dims first, then drop the added dim
-            ga = ga.sum_to((1, ga.shape[-1])).reshape(-1)
+            ga = sum_to(ga, (1, ga.shape[-1])).reshape(-1)
     if ctx.parents[1] is not None:
-        gb = a.mT @ g
+        gb = a.swapaxes(-1, -2) @ g
         if b1:
-            gb = gb.sum_to((gb.shape[-2], 1)).reshape(-1)
+            gb = sum_to(gb, (gb.shape[-2], 1)).reshape(-1)
     return ga, gb
 
 
@@ -112,22 +112,23 @@ def _linear_fwd(xp, x, w, b=None):
 def _linear_rule(ctx, g):
     x, w = ctx.saved  # save=(0, 1)
     p = ctx.parents
-    gx = apply(MATMUL, g, w) if p[0] is not None else None
+    xp = ctx.xp
+    gx = xp.matmul(g, w) if p[0] is not None else None
     gw = gb = None
     if p[1] is not None or (len(p) == 3 and p[2] is not None):
         g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
         if p[1] is not None:
             x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
-            gw = apply(MATMUL_TN, g2, x2)
+            gw = xp.matmul_tn(g2, x2)
         if len(p) == 3 and p[2] is not None:
-            gb = apply(SUM, g2, axes=(0,), keepdims=False, dtype=None)
+            gb = g2.sum(axis=0)
     return (gx, gw, gb) if len(p) == 3 else (gx, gw)  # one per input
 
 
 def _mm_tn_rule(ctx, g):
     a, b = ctx.saved  # out = a.T @ b: d a = b @ g.T (a linear without bias), d b = a @ g
-    return (apply(LINEAR, b, g) if ctx.parents[0] is not None else None,
-            apply(MATMUL, a, g) if ctx.parents[1] is not None else None)
+    return (ctx.xp.linear(b, g) if ctx.parents[0] is not None else None,
+            ctx.xp.matmul(a, g) if ctx.parents[1] is not None else None)
 
 
 # a.T @ b for 2-D a and b: linear's weight gradient (g.T @ x) as one op, not a permute and a matmul

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _state
-from .. import backend as _be
 from ..engine import apply
-from ..tensor import wrap
 from ._registry import Sample, composite, defop
-from .elementwise import sigmoid
 from .reduce import shift_by_max, softmax_forward
 
 
@@ -34,7 +30,7 @@ def _nll_fwd(xp, logp, target, reduction):
 
 def _nll_rule(ctx, g, reduction):
     (target,) = ctx.saved
-    return apply(NLL_BACKWARD, g, target, shape=ctx.meta[0][0], reduction=reduction), None
+    return ctx.xp.nll_loss_backward(g, target, shape=ctx.meta[0][0], reduction=reduction), None
 
 
 NLL = defop("nll_loss", _nll_fwd, _nll_rule, save=(1,), kind="reduce", info=lambda reduction: {"reduction": reduction},
@@ -53,7 +49,7 @@ def _nll_backward_fwd(xp, g, target, shape, reduction):
 
 def _nll_backward_rule(ctx, gg, shape, reduction):
     (target,) = ctx.saved
-    return apply(NLL, gg, target, reduction=reduction), None
+    return ctx.xp.nll_loss(gg, target, reduction=reduction), None
 
 
 NLL_BACKWARD = defop("nll_loss_backward", _nll_backward_fwd, _nll_backward_rule, save=(1,), kind="other",
@@ -77,7 +73,7 @@ def _bce_rule(ctx, g, reduction):
     x, y = ctx.saved
     if reduction == "mean":
         g = g / x.size
-    gx = (sigmoid(x) - y) * g if ctx.parents[0] is not None else None
+    gx = (ctx.xp.sigmoid(x) - y) * g if ctx.parents[0] is not None else None
     gy = -x * g if ctx.parents[1] is not None else None
     return gx, gy
 
@@ -135,7 +131,7 @@ def _ce_fwd(xp, x, target, reduction):
 
 def _ce_rule(ctx, g, reduction):
     x, target = ctx.saved
-    return apply(CE_BACKWARD, g, x, target, wrap(ctx.aux), reduction=reduction), None
+    return ctx.xp.cross_entropy_backward(g, x, target, ctx.aux, reduction=reduction), None
 
 
 CROSS_ENTROPY = defop("cross_entropy", _ce_fwd, _ce_rule, save=(0, 1), aux=True, kind="reduce",
@@ -162,19 +158,12 @@ def _ce_backward_fwd(xp, g, x, target, probs=None, *, reduction):
     return p
 
 
-def _onehot(x, target):
-    xp = _be.array_module(x)
-    onehot = xp.zeros(x.shape, dtype=x.dtype)
-    if x.shape[0]:
-        onehot[xp.arange(x.shape[0]), target] = 1
-    return onehot
-
-
 def _ce_backward_rule(ctx, gg, reduction):
     g, x, target = ctx.saved
     n = x.shape[0]
-    p = x.softmax(1)
-    d = p - wrap(_state.kernel(_onehot, x.data, target.data))  # a constant: the targets are integers
+    xp = ctx.xp
+    p = xp.softmax(x, axes=(1,))
+    d = xp.cross_entropy_backward(1.0, x, target, reduction="sum")  # softmax(x) - onehot(target)
     if reduction == "mean":
         scale, gg_g = g / n, (gg * d).sum() / n
     elif reduction == "sum":

@@ -13,8 +13,6 @@ from ..engine import apply
 from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
-from .elementwise import where
-from .shape import BROADCAST_TO, RESHAPE
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
@@ -121,10 +119,10 @@ def _sum_fwd(xp, x, axes, keepdims, dtype=None):
 def _sum_rule(ctx, g, axes, keepdims, dtype=None):
     shape, dt = ctx.meta[0]
     if axes and not keepdims:
-        g = apply(RESHAPE, g, shape=keep_shape(shape, axes))
+        g = g.reshape(keep_shape(shape, axes))
     if g.dtype != dt:  # cast the small gradient, then broadcast: the result stays a view
         g = g.astype(dt)
-    return (g if g.shape == shape else apply(BROADCAST_TO, g, shape=shape),)
+    return (g if g.shape == shape else ctx.xp.broadcast_to(g, shape),)
 
 
 SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
@@ -248,8 +246,8 @@ def _std_rule(ctx, g, axes, keepdims, ddof):
     # divisor is made safe too, so that the second derivative (div's rule: num / den**2) stays
     # finite there as well instead of multiplying a selected 0 by NaN
     zero = out == 0
-    safe = where(zero, 1.0, out)
-    return (where(zero, 0.0, g * d / (safe * (n - ddof))),)
+    safe = ctx.xp.where(zero, 1.0, out)
+    return (ctx.xp.where(zero, 0.0, g * d / (safe * (n - ddof))),)
 
 
 STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddof, keepdims=keepdims), _std_rule,
@@ -281,7 +279,7 @@ def _extreme_rule(ctx, g, axes, keepdims):
     shape = ctx.meta[0][0]
     mask = x == _kept(ctx.out, shape, axes, keepdims)
     share = _kept(g, shape, axes, keepdims) / mask.sum(axis=axes, keepdims=True)
-    return (where(mask, share, 0.0),)  # ties share the gradient evenly
+    return (ctx.xp.where(mask, share, 0.0),)  # ties share the gradient evenly
 
 
 def _extreme_samples(rng):
@@ -406,7 +404,7 @@ def _lse_fwd(xp, x, axes, keepdims):
 def _lse_rule(ctx, g, axes, keepdims):
     (x,) = ctx.saved
     shape = ctx.meta[0][0]
-    return (_kept(g, shape, axes, keepdims) * (x - _kept(ctx.out, shape, axes, keepdims)).exp(),)
+    return (_kept(g, shape, axes, keepdims) * ctx.xp.exp(x - _kept(ctx.out, shape, axes, keepdims)),)
 
 
 LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, kind="reduce", info=_axes_info,
@@ -469,7 +467,7 @@ def _log_softmax_fwd(xp, x, axes):
 
 
 def _log_softmax_rule(ctx, g, axes):
-    return (g - ctx.out.exp() * g.sum(axis=axes, keepdims=True),)
+    return (g - ctx.xp.exp(ctx.out) * g.sum(axis=axes, keepdims=True),)
 
 
 LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out=True, kind="reduce",

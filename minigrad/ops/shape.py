@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
+from ..backward import sum_to
 from ..engine import apply
 from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
@@ -129,7 +130,7 @@ def ravel(x):
 
 
 def _permute_rule(ctx, g, dims):
-    return (g.permute(tuple(np.argsort(dims).tolist())),)
+    return (g.transpose(tuple(np.argsort(dims).tolist())),)
 
 
 PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule, view=True, kind="view",
@@ -237,7 +238,7 @@ def unsqueeze(x, dim):
 # -- broadcasting -----------------------------------------------------------------------
 
 BROADCAST_TO = defop("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape),
-                     lambda ctx, g, shape: (g.sum_to(ctx.meta[0][0]),), view=True, kind="broadcast",
+                     lambda ctx, g, shape: (sum_to(g, ctx.meta[0][0]),), view=True, kind="broadcast",
                      info=lambda shape: {"shape": shape},
                      torch=lambda th, x, shape: x.broadcast_to(shape),
                      samples=lambda rng: [Sample(_r(rng, 3, 1), shape=(2, 3, 4)), Sample(_r(rng, 4), shape=(3, 4))])
@@ -358,7 +359,7 @@ def stack(tensors, axis=0, *, dim=None):
 
 
 TO = defop("to", lambda xp, x, device, src: _be.to_device(x, device),
-           lambda ctx, g, device, src: (g.to(src),), kind="other", info=lambda device, src: {"device": device},
+           lambda ctx, g, device, src: (ctx.xp.to(g, device=src, src=device),), kind="other", info=lambda device, src: {"device": device},
            samples=lambda rng: [Sample(_r(rng, 2, 3), device="cpu", src="cpu")])
 
 

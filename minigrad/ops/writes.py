@@ -13,11 +13,11 @@ import numpy as np
 
 from .. import _state
 from .. import backend as _be
-from ..engine import apply
-from ..tensor import Tensor, wrap
+from ..backward import sum_to
+from ..tensor import Tensor
 from . import elementwise as E
 from ._registry import Sample, composite, defop, public
-from .indexing import GETITEM, convert_index, fmt_index, join_index, split_index, to_device_index
+from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
 from .inplace import _const, _operand, _same_device, _self, write
 
 # -- arithmetic: the out-of-place op's own forward and rule, written into the tensor ------------------
@@ -65,15 +65,11 @@ add_ = _addsub(E.ADD, "add_")
 sub_ = _addsub(E.SUB, "sub_")
 
 
-def _zero_like(g):
-    return wrap(_state.kernel(_zeros_of, g.data))
+# the zero gradient of an overwritten tensor: an op, so that a rule on Tensors makes it through apply
+ZEROS_LIKE = defop("zeros_like", lambda xp, g: xp.zeros(g.shape, dtype=g.dtype), kind="other")
 
 
-def _zeros_of(a):
-    return _be.array_module(a).zeros(a.shape, dtype=a.dtype)
-
-
-FLOOR_DIVIDE_ = defop("floor_divide_", lambda xp, x, y: x // y, lambda ctx, g: (_zero_like(g), None),
+FLOOR_DIVIDE_ = defop("floor_divide_", lambda xp, x, y: x // y, lambda ctx, g: (ctx.xp.zeros_like(g), None),
                       kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4) * 3, 0.75)])
 
 
@@ -115,7 +111,7 @@ def _fill_fwd(xp, x, v):
     return out
 
 
-FILL_ = defop("fill_", _fill_fwd, lambda ctx, g: (_zero_like(g), g if ctx.parents[1] is not None else None),
+FILL_ = defop("fill_", _fill_fwd, lambda ctx, g: (ctx.xp.zeros_like(g), g if ctx.parents[1] is not None else None),
               broadcast=True, kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
 
 
@@ -137,7 +133,7 @@ def zero_(t):
     return fill_(t, 0, _op="zero_")
 
 
-COPY_ = defop("copy_", _fill_fwd, lambda ctx, g: (_zero_like(g), g if ctx.parents[1] is not None else None),
+COPY_ = defop("copy_", _fill_fwd, lambda ctx, g: (ctx.xp.zeros_like(g), g if ctx.parents[1] is not None else None),
               broadcast=True, kind="inplace",
               samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
 
@@ -206,12 +202,13 @@ def _setitem_fwd(xp, x, *rest, template, sel_shape, vshape):
 
 def _setitem_rule(ctx, g, template, sel_shape, vshape):
     keep, won = ctx.aux
-    gt = E.where(wrap(keep), g, 0.0) if ctx.parents[0] is not None else None
+    xp = ctx.xp
+    gt = xp.where(keep, g, 0.0) if ctx.parents[0] is not None else None
     gv = None
     if ctx.parents[-1] is not None:
-        gs = apply(GETITEM, g, *ctx.saved, template=template)
+        gs = xp.getitem(g, *ctx.saved, template=template)
         if won is not None:
-            gs = E.where(wrap(won), gs, 0.0)
+            gs = xp.where(won, gs, 0.0)
         gv = _fit_grad(gs, ctx.meta[-1][0])
     return (gt,) + (None,) * len(ctx.saved) + (gv,)
 
@@ -225,8 +222,8 @@ def _fit_grad(gs, shape):
     """Sum a gradient of the written region down to the value's shape (which may carry extra leading 1s)."""
     k = len(shape) - gs.ndim
     if k > 0:
-        return gs.sum_to(shape[k:]).reshape(shape)
-    return gs.sum_to(shape)
+        return sum_to(gs, shape[k:]).reshape(shape)
+    return sum_to(gs, shape)
 
 
 def setitem(t, idx, value):

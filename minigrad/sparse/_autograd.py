@@ -11,7 +11,7 @@ import numpy as np
 from .. import backend as _be
 from ..engine import apply
 from ..ops._registry import OnDevice, Sample, defop
-from ..ops.indexing import index_add
+from ..ops.indexing import _ARRAY
 from . import _kernels as K
 
 
@@ -41,7 +41,7 @@ def segment_sum(v, inv, n):
 
 
 def _binned_rule(ctx, g, groups):
-    full = index_add((groups.space,), groups.keys, g)
+    full = ctx.xp.index_add(g, groups.keys, shape=(groups.space,), template=(_ARRAY,))
     return (full[groups.entry_keys],)
 
 
@@ -91,7 +91,7 @@ def _todense_fwd(xp, vd, rows, shape):
 def _todense_rule(ctx, g, rows, shape):
     if not rows:
         n = ctx.meta[0][0][0]
-        return (g.reshape((1,) + tuple(g.shape)).broadcast_to((n,) + tuple(g.shape)),)
+        return (ctx.xp.broadcast_to(g.reshape((1,) + tuple(g.shape)), (n,) + tuple(g.shape)),)
     return (g[tuple(rows)],)
 
 
@@ -127,7 +127,7 @@ def _spmm_rule(ctx, g, rows, cols, nrows):
     if ctx.parents[0] is not None:
         gv = (gr * b[cols]).sum(axis=-1)
     if ctx.parents[1] is not None:
-        gb = segment_sum(gr * v.reshape((-1, 1)), cols, ctx.meta[1][0][0])
+        gb = ctx.xp.sparse_segment_sum(gr * v.reshape((-1, 1)), inv=cols, n=ctx.meta[1][0][0])
     return gv, gb
 
 
