@@ -83,10 +83,28 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
     # Rules run on Tensors when their calls must be seen: recorded (create_graph) or watched by
     # a capture (mg.compile). Otherwise they run on backend arrays, at the cost of their array calls.
     on_tensors = graph or _state.capture() is not None
-    roots = []
     # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once; the sum is a
     # Tensor with create_graph, else an array
     leaves = {}
+    roots = _roots(tensors, grads, graph, on_tensors, leaves)
+    token = _state.set_grad(graph)  # rules record only with create_graph
+    order = ()
+    try:
+        order = _collect(roots) if roots else ()
+        _walk(order, graph, on_tensors, retain_graph, capture, leaves)  # it hands each Node's gradient on and clears it
+    except BaseException:
+        for n in order:  # a pass that failed half-way leaves no gradient behind on any Node
+            n._g = None
+        raise
+    finally:
+        _state.reset(token)
+    for leaf, g in leaves.values():  # g: a Tensor with create_graph, else an array
+        _to_leaf(leaf, g, graph, capture)
+
+
+def _roots(tensors, grads, graph, on_tensors, leaves):
+    """Seed each output's gradient on its Node (or straight onto a leaf); returns the Nodes."""
+    roots = []
     for t, g in zip(tensors, grads, strict=True):
         if not isinstance(t, Tensor):
             raise TypeError(f"backward: expected Tensors, got {type(t).__name__}")
@@ -103,31 +121,24 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture
         node, idx = (e, 0) if e.__class__ is Node else e
         _node_add(node, idx, g if on_tensors else g.data)
         roots.append(node)
-    token = _state.set_grad(graph)  # rules record only with create_graph
-    order = ()
-    try:
-        order = _collect(roots) if roots else ()
-        _walk(order, graph, on_tensors, retain_graph, capture, leaves)  # it hands each Node's gradient on and clears it
-    except BaseException:
-        for n in order:  # a pass that failed half-way leaves no gradient behind on any Node
-            n._g = None
-        raise
-    finally:
-        _state.reset(token)
-    for leaf, g in leaves.values():  # g: a Tensor with create_graph, else an array
-        if leaf._hooks:  # hooks see (and return) Tensors
-            g = _call_hooks(leaf._hooks, g if graph else wrap(g))
-            g = g if graph else g.data
-        if capture is not None:
-            if id(leaf) in capture:
-                _capture_add(capture, id(leaf), g if graph else wrap(g))
-        elif graph:
-            g = g if leaf._grad is None else leaf._grad + g
-            _state.kernel(_set_grad, leaf, g)  # a captured step (mg.compile) sets it again on each replay
-        elif _state.active:  # a captured step (mg.compile) adds it again on each replay
-            _state.kernel(_into_grad, leaf, g)
-        else:  # (as Tensor() does: the kernel door costs a call and a * call per leaf otherwise)
-            _into_grad(leaf, g)
+    return roots
+
+
+def _to_leaf(leaf, g, graph, capture):
+    """A leaf's summed gradient: through its hooks, into ``.grad`` (or mg.grad's capture)."""
+    if leaf._hooks:  # hooks see (and return) Tensors
+        g = _call_hooks(leaf._hooks, g if graph else wrap(g))
+        g = g if graph else g.data
+    if capture is not None:
+        if id(leaf) in capture:
+            _capture_add(capture, id(leaf), g if graph else wrap(g))
+    elif graph:
+        g = g if leaf._grad is None else leaf._grad + g
+        _state.kernel(_set_grad, leaf, g)  # a captured step (mg.compile) sets it again on each replay
+    elif _state.active:  # a captured step (mg.compile) adds it again on each replay
+        _state.kernel(_into_grad, leaf, g)
+    else:  # (as Tensor() does: the kernel door costs a call and a * call per leaf otherwise)
+        _into_grad(leaf, g)
 
 
 def _walk(order, graph, on_tensors, retain_graph, capture, leaves):
@@ -373,33 +384,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> (gx,) = mg.grad((x * x).sum(), x)     # gx == 2 * x
     """
     outputs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    single = isinstance(inputs, Tensor) or hasattr(inputs, "_sparse_values_for_grad")
-    inputs_t = (inputs,) if single else tuple(inputs)
-    if grad_outputs is None:
-        grad_outputs = [None] * len(outputs)
-    elif isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs]
-    else:
-        grad_outputs = list(grad_outputs)
+    grad_outputs = ([None] * len(outputs) if grad_outputs is None
+                    else [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs))
     if len(grad_outputs) != len(outputs):
         raise ValueError(f"grad: got {len(grad_outputs)} grad_outputs for {len(outputs)} outputs")
-    if retain_graph is None:
-        retain_graph = create_graph
-    keys, wrappers, capture = [], [], {}
-    for x in inputs_t:
-        sp = getattr(x, "_sparse_values_for_grad", None)
-        wrappers.append(x if sp is not None else None)
-        if sp is not None:
-            x = sp()
-        if not isinstance(x, Tensor):
-            raise TypeError(f"grad: inputs must be Tensors, got {type(x).__name__}")
-        if not x._rg:
-            raise RuntimeError("grad: one of the inputs does not require grad")
-        e = edge(x)
-        key = (id(e), 0) if e.__class__ is Node else (id(e[0]), e[1]) if e.__class__ is tuple else id(e)
-        keys.append(key)
-        capture[key] = None
-    run_backward(outputs, grad_outputs, retain_graph=retain_graph, create_graph=create_graph, capture=capture)
+    keys, wrappers = _grad_keys(inputs)
+    capture = dict.fromkeys(keys)
+    run_backward(outputs, grad_outputs, retain_graph=create_graph if retain_graph is None else retain_graph,
+                 create_graph=create_graph, capture=capture)
     result = []
     for key, w in zip(keys, wrappers, strict=True):
         g = capture[key]
@@ -414,6 +406,25 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = g if isinstance(g, Tensor) else wrap(g)  # a first-order pass hands on arrays
         result.append(g if w is None else w._grad_like(g))
     return tuple(result)
+
+
+def _grad_keys(inputs):
+    """Where backward leaves each input's gradient (its leaf's id, or its (Node id, index)), and
+    per input the sparse tensor that shapes the result (None for a dense input)."""
+    single = isinstance(inputs, Tensor) or hasattr(inputs, "_sparse_values_for_grad")
+    keys, wrappers = [], []
+    for x in (inputs,) if single else tuple(inputs):
+        sp = getattr(x, "_sparse_values_for_grad", None)
+        wrappers.append(x if sp is not None else None)
+        if sp is not None:
+            x = sp()
+        if not isinstance(x, Tensor):
+            raise TypeError(f"grad: inputs must be Tensors, got {type(x).__name__}")
+        if not x._rg:
+            raise RuntimeError("grad: one of the inputs does not require grad")
+        e = edge(x)
+        keys.append((id(e), 0) if e.__class__ is Node else (id(e[0]), e[1]) if e.__class__ is tuple else id(e))
+    return keys, wrappers
 
 
 def backward(t, grad=None, retain_graph=False, create_graph=False) -> None:

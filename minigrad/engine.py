@@ -267,6 +267,38 @@ def apply(op: Op, *args, **params):
     Returns the output Tensor (a tuple of them for an op with several outputs).
     """
     mode = _get_mode()
+    datas, rg, xp = _operands(op, args)                   # 1. the operands' arrays and module
+    out = _forward(op, xp, args, datas, params, mode)     # 2. the forward
+    aux = None
+    if op.aux:
+        out, aux = out
+    record = rg and mode.grad and op.rule is not None
+    if op.n_out != 1 and isinstance(out, tuple):
+        return _wrap_many(op, out, args, datas, params, aux, record, mode)
+    if out.__class__ is not _nd:
+        out = _as_array(out)
+    r = _new(Tensor)                                      # 3. the output (wrap(), inline)
+    r.data = out
+    r._rg = False
+    r._grad = r._node = None
+    r._oidx = 0
+    if op.view and (op.view is True or _shares(out, datas[0])):
+        _share_storage(r, args[0])
+    else:
+        r._ver = [0]
+    if record and out.dtype.kind == "f":                  # 4. the record
+        n = r._node = _record(op, args, datas, params, aux, out, r._ver, mode)
+        r._rg = True
+        if op.view:
+            n.view_ver = r._ver[0]
+    if mode.observers and _state.active:  # a capture (mg.compile): an output made in the step, not a live tensor
+        _state.born(r)
+    return r
+
+
+def _operands(op, args):
+    """The operands' backend arrays (constants made arrays or Python numbers), whether one requires
+    grad, and their array module (an error naming the op when host and device arrays are mixed)."""
     datas = []
     rg = False
     dev = False  # a device (CuPy) array among the operands
@@ -287,46 +319,23 @@ def apply(op: Op, *args, **params):
     if scalars and scalars == len(datas):  # numbers only (``mg.exp(1.0)``): as tensors of them
         datas = _number_arrays(datas)
         dev = datas[0].__class__ is not _nd
-    xp = _xp_of(op.name, datas) if dev else np
+    return datas, rg, _xp_of(op.name, datas) if dev else np
+
+
+def _forward(op, xp, args, datas, params, mode):
+    """The op's forward on the arrays; NumPy's errors re-raised naming the op."""
     try:
         if mode.observers:
-            out = _observed_forward(op, xp, args, datas, params, mode.observers)
-        elif xp is np and op.np_ufunc is not None and not params:  # xp.<ufunc>(*arrays): no Python frame
-            out = op.np_ufunc(*datas)
-        else:
-            out = op.forward(xp, *datas, **params)
+            return _observed_forward(op, xp, args, datas, params, mode.observers)
+        if xp is np and op.np_ufunc is not None and not params:  # xp.<ufunc>(*arrays): no Python frame
+            return op.np_ufunc(*datas)
+        return op.forward(xp, *datas, **params)
     except NAMED_ERRORS as e:  # NumPy's text ("boolean negative ... not supported") names the op first
         if isinstance(e, ValueError) and op.broadcast and "broadcast" in str(e):
             raise _broadcast_error(op, datas) from None
         if isinstance(e, MinigradError):  # a capture's or anomaly mode's own, with its attributes
             raise
         reraise(e, op.name)
-    aux = None
-    if op.aux:
-        out, aux = out
-    record = rg and mode.grad and op.rule is not None
-    if op.n_out != 1 and isinstance(out, tuple):
-        return _wrap_many(op, out, args, datas, params, aux, record, mode)
-    if out.__class__ is not _nd:
-        out = _as_array(out)
-    r = _new(Tensor)  # wrap(), inline: every op runs this
-    r.data = out
-    r._rg = False
-    r._grad = r._node = None
-    r._oidx = 0
-    if op.view and (op.view is True or _shares(out, datas[0])):
-        _share_storage(r, args[0])
-    else:
-        r._ver = [0]
-    if record and out.dtype.kind == "f":
-        n = _record(op, args, datas, params, aux, out, r._ver, mode)
-        r._node = n
-        r._rg = True
-        if op.view:
-            n.view_ver = r._ver[0]
-    if mode.observers and _state.active:  # a capture (mg.compile): an output made in the step, not a live tensor
-        _state.born(r)
-    return r
 
 
 def _observed_forward(op, xp, args, datas, params, observers):
@@ -361,27 +370,10 @@ def _share_storage(r, x):
 
 def _record(op, args, datas, params, aux, out, out_ver, mode):
     """The Node for one call of ``op`` (its inputs' edges, what the rule saves, versions)."""
-    parents = []
-    meta = []
-    consts = None
-    n_grad = 0  # inputs that need a gradient
-    for a in args:  # a Tensor's array is a.data (apply read it there); a plain loop costs a third of a zip
-        if a.__class__ is Tensor or isinstance(a, Tensor):
-            d = a.data
-            if a._rg:
-                m = a._node  # edge(a), inline for the common case
-                parents.append(a if m is None else m if m.view_ver is None and a._oidx == 0 else edge(a))
-                meta.append((d.shape, d.dtype))
-                n_grad += 1
-                continue
-            consts = (consts or ()) + ((len(parents), d.shape, d.dtype),)
-        parents.append(None)
-        meta.append(None)
     n = _new(Node)
     n.op = op.name
     n.opdef = op
-    n.parents = parents = tuple(parents)
-    n.meta = tuple(meta)
+    n.parents, n.meta, consts, n_grad = _edges(args)
     n.out_meta = (out.shape, out.dtype)
     n.params = params or None
     n.aux = aux
@@ -393,24 +385,42 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
         n.consts = consts
     if op.info is not None:
         n.info = op.info(**params)
-    if op.save:
-        n.saved, vers = _save(op, args, datas, parents, n_grad)
-    else:
-        n.saved = vers = ()
+    n.saved, vers = _save(op, args, datas, n.parents, n_grad) if op.save else ((), ())
     if op.save_out:
         n._out = out
         vers += ((out_ver, out_ver[0], -1),)
     else:
         n._out = None
     n.vers = vers
-    if mode.observers:
-        for o in mode.observers:
-            o.recorded(n)
-            # observers that ask for them (mg.autograd.check_ops) also get the op's operands
-            # as called: Tensors and constants (``args``) and their backend arrays (``datas``)
-            if getattr(o, "wants_inputs", False):
-                o.inputs(n, args, datas)
+    for o in mode.observers:
+        o.recorded(n)
+        # observers that ask for them (mg.autograd.check_ops) also get the op's operands
+        # as called: Tensors and constants (``args``) and their backend arrays (``datas``)
+        if getattr(o, "wants_inputs", False):
+            o.inputs(n, args, datas)
     return n
+
+
+def _edges(args):
+    """Per input: its parent (the edge of a Tensor that requires grad, else None) and (shape, dtype)
+    (None for a constant); the Tensor inputs that need no gradient; how many inputs need one."""
+    parents = []
+    meta = []
+    consts = None
+    n_grad = 0
+    for a in args:
+        if a.__class__ is Tensor or isinstance(a, Tensor):
+            d = a.data
+            if a._rg:
+                m = a._node  # edge(a), inline for the common case
+                parents.append(a if m is None else m if m.view_ver is None and a._oidx == 0 else edge(a))
+                meta.append((d.shape, d.dtype))
+                n_grad += 1
+                continue
+            consts = (consts or ()) + ((len(parents), d.shape, d.dtype),)
+        parents.append(None)
+        meta.append(None)
+    return tuple(parents), tuple(meta), consts, n_grad
 
 
 def _save(op, args, datas, parents, n_grad):
