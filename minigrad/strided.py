@@ -41,7 +41,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .backend import array_module, as_strided, data_ptr as _ptr
+from .backend import array_module
+from .kernels import as_strided, data_ptr as _ptr
 from .engine import apply
 from .errors import AxisError
 from .ops._registry import Sample, defop

@@ -55,7 +55,7 @@ class ufunc:  # noqa: N801 - CuPy's name
                 return self._bound(name)
             raise AttributeError(
                 f"fakecupy: cupy.{d.get('__name__')}.{name} does not exist in CuPy"
-                + ("; use cupyx.scatter_add (minigrad.backend.index_add)" if name == "at" else "")
+                + ("; use cupyx.scatter_add (minigrad.kernels.index_add)" if name == "at" else "")
             )
         raise AttributeError(name)
 

@@ -27,6 +27,7 @@ import functools
 import numpy as np
 
 from .. import backend as _be
+from .. import kernels as _k
 from ..engine import apply
 from ..tensor import Tensor
 from ._registry import Sample, defop, public
@@ -241,7 +242,7 @@ def _pair_arrays(a, la, b, lb, lout):
         nb, m, k, nn = _prod(bshape), _prod(ashape), _prod(da[lab] for lab in con), _prod(bfshape)
         a3 = _as3(a, la, batch, fa, con, nb, m, k, False)
         b3 = _as3(b, lb, batch, fb, con, nb, nn, k, True)
-        out = _be.matmul(a3, b3).reshape(bshape + ashape + bfshape)
+        out = _k.matmul(a3, b3).reshape(bshape + ashape + bfshape)
     if grouped != tuple(lout):
         out = out.transpose(tuple(grouped.index(lab) for lab in lout))
     return out

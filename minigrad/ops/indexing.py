@@ -10,6 +10,7 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
+from .. import kernels as _k
 from ..engine import apply
 from ..errors import named
 from ..tensor import Tensor
@@ -108,7 +109,7 @@ def _index_add_fwd(xp, v, *arrays, shape, template):
     if not arrays:
         z[idx] = v
     else:
-        _be.index_add(xp, z, idx, v)
+        _k.index_add(xp, z, idx, v)
     return z
 
 

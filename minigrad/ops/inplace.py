@@ -65,6 +65,7 @@ import numpy as np
 
 from .. import _state
 from .. import backend as _be
+from .. import kernels as _k
 from ..engine import Op, apply, const, edge
 from ..tensor import Tensor, wrap
 from . import elementwise as E
@@ -410,9 +411,9 @@ def _positions(v, b):
     if _overlapping(b):
         raise RuntimeError("in-place write through a view of a broadcast tensor: clone the base first")
     tag = xp.full(hi - lo + 1, -1, dtype=np.int64)  # one cell per memory location the base spans
-    _be.as_strided(tag, -lo, b.shape, bst)[...] = xp.arange(b.size, dtype=np.int64).reshape(b.shape)
-    off = (_be.data_ptr(v) - _be.data_ptr(b)) // isz - lo
-    pos = _be.as_strided(tag, off, v.shape, vst).copy()
+    _k.as_strided(tag, -lo, b.shape, bst)[...] = xp.arange(b.size, dtype=np.int64).reshape(b.shape)
+    off = (_k.data_ptr(v) - _k.data_ptr(b)) // isz - lo
+    pos = _k.as_strided(tag, off, v.shape, vst).copy()
     if bool((pos < 0).any()):
         raise RuntimeError("internal error: a view reaches memory its base does not hold")
     return pos

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend as _be
+from .. import kernels as _k
 from ..engine import apply
 from ..ops._registry import OnDevice, Sample, defop
 from ..ops.indexing import _ARRAY
@@ -82,9 +82,9 @@ def _todense_fwd(xp, vd, rows, shape):
     keys, _ = K.keys_of(xp, rows, sp)  # the dense shape fits in memory, so the keys are linear
     flat = out.reshape((K.prod(sp),) + tuple(shape[len(rows):]))
     if flat.ndim == 1 and vd.dtype.kind in "fc":
-        flat[...] = _be.bincount_add(xp, keys, vd, flat.shape[0])
+        flat[...] = _k.bincount_add(xp, keys, vd, flat.shape[0])
     else:
-        _be.index_add(xp, flat, keys, vd)
+        _k.index_add(xp, flat, keys, vd)
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backend as _be
+from .. import kernels as _k
 
 # Keys that are row-major linear indices must fit in an int64 with room for
 # ``k * dim + c`` steps; past this the kernels use lexicographic ranks instead.
@@ -258,22 +258,22 @@ def segment_sum(xp, v, inv, n):
         return xp.zeros(shape, dtype=v.dtype)
     if v.dtype.kind in "fc":
         if v.ndim == 1:
-            return _be.bincount_add(xp, inv, v, n)
+            return _k.bincount_add(xp, inv, v, n)
         k = prod(v.shape[1:])
         if k == 0:
             return xp.zeros(shape, dtype=v.dtype)
         # one bincount over (group, column) bins instead of a row scatter
         flat = (inv * k)[:, None] + arange(xp, k)[None, :]
-        return _be.bincount_add(xp, flat.reshape(-1), v.reshape(-1), n * k).reshape(shape)
+        return _k.bincount_add(xp, flat.reshape(-1), v.reshape(-1), n * k).reshape(shape)
     out = xp.zeros(shape, dtype=v.dtype)
-    _be.index_add(xp, out, inv, v)
+    _k.index_add(xp, out, inv, v)
     return out
 
 
 def binned_sum(xp, v, g):
     """The per-group sums of 1-D ``v`` for a binned grouping: one bincount over the key
     space, read at the present keys (no inverse map needed)."""
-    full = _be.bincount_add(xp, g.entry_keys, v, g.space)
+    full = _k.bincount_add(xp, g.entry_keys, v, g.space)
     return full[g.keys]
 
 
