@@ -356,8 +356,9 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):  
     if xd.size and (bool((xd < 0).any()) or bool((xd > 1).any())):
         raise ValueError(f"{op}: input must hold probabilities in [0, 1], got values in "
                          f"[{float(xd.min())}, {float(xd.max())}]; for logits use binary_cross_entropy_with_logits")
-    log_x = _ew.maximum(x.log(), -100.0)
-    log_1mx = _ew.maximum((-x).log1p(), -100.0)
+    with np.errstate(divide="ignore"):  # log 0 = -inf, clamped to -100 just below
+        log_x = _ew.maximum(x.log(), -100.0)
+        log_1mx = _ew.maximum((-x).log1p(), -100.0)
     loss = (y - 1.0) * log_1mx - y * log_x
     if weight is not None:
         loss = loss * _weight_like(weight, x, op, "weight")
