@@ -211,3 +211,32 @@ def test_size_call_is_the_shape_and_size_attribute_the_count():
         t.size(3)
     torch = _torch()
     assert tuple(torch.zeros(2, 3, 4).size()) == t.size()
+
+
+# -- files ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["ckpt.pt", "model.pth", "weights", "state.npz", "a.b.c"])
+def test_save_writes_exactly_the_path_and_load_reads_it_back(tmp_path, name):
+    # before: mg.save(ckpt, "ckpt.pt") wrote ckpt.pt.npz, and mg.load("ckpt.pt") was a bare FileNotFoundError
+    model = mg.nn.Linear(3, 2)
+    path = tmp_path / name
+    mg.save({"model": model.state_dict(), "epoch": 3}, path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+    back = mg.load(path)
+    assert back["epoch"] == 3
+    np.testing.assert_array_equal(to_np(back["model"]["weight"]), to_np(model.weight))
+    mg.save(model.state_dict(), str(path))  # a str path too
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]
+
+
+def test_load_of_a_missing_file_says_where_it_looked_and_names_an_old_npz(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"load: no file '.*nothing\.pt' \(looked in "):
+        mg.load(tmp_path / "nothing.pt")
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "old.pt.npz", "w"):
+        pass  # what an older save wrote for "old.pt"
+    with pytest.raises(FileNotFoundError, match=r"load: no file '.*old\.pt'; there is '.*old\.pt\.npz', which an "
+                                                r"older minigrad's save wrote for this name"):
+        mg.load(str(tmp_path / "old.pt"))
