@@ -7,9 +7,9 @@
 #     bash scripts/setup.sh --check dev  # exit 0 if .venv is up to date for [dev], 1 if not
 #
 # Nothing is installed outside the clone: no global or --user packages, no pip cache, and
-# matplotlib's cache goes to .venv/matplotlib (MPLCONFIGDIR, set for the venv's python). The one
-# exception is Graphviz's `dot`, which scripts/install-system-deps.sh installs with apt-get
-# (or brew) where it is missing. A second run is quick: a stamp in .venv/ records a hash of
+# matplotlib's cache goes to .venv/matplotlib (MPLCONFIGDIR, set for the venv's python). The
+# exceptions are Graphviz's `dot` and, for dev, Chromium (the graph page's browser tests), which
+# scripts/install-system-deps.sh installs with apt-get (or brew) where they are missing. A second run is quick: a stamp in .venv/ records a hash of
 # pyproject.toml, this script and the extra, and nothing is reinstalled while it matches.
 #
 # torch (the `torch` extra, for the tests that compare with PyTorch): on Linux without an
@@ -54,7 +54,7 @@ if [ "$check_only" = 1 ]; then
   if up_to_date; then exit 0; else exit 1; fi
 fi
 
-bash scripts/install-system-deps.sh
+bash scripts/install-system-deps.sh "$extra"
 
 if up_to_date; then
   say ".venv is up to date for [$extra]; nothing to install"

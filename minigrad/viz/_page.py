@@ -147,6 +147,11 @@ class _Folds:
             while f != -1:  # an explicit walk up (folds nest a few levels deep)
                 members[f].append(i)
                 f = self.folds[f]["p"]
+        children = {}
+        for k, fd in enumerate(self.folds):
+            if fd["p"] != -1:
+                children.setdefault(fd["p"], []).append(k)
+        op_kids = Counter(self.parent)
         repeats = Counter(s for s, fd in zip(self.fsig, self.folds, strict=True) if fd["kind"] == "block")
         seen = Counter()
         for f, fd in enumerate(self.folds):
@@ -161,8 +166,12 @@ class _Folds:
                 fd["name"] = f"block {k} of {total}" if total > 1 else f"block of {len(ms)} ops"
                 fd["sub"] = _counts(op_names[i] for i in ms)
             elif fd["kind"] == "segment":
-                fd["name"] = f"ops {a}–{b} ({len(ms)})"
-                fd["sub"] = _counts(op_names[i] for i in ms)
+                kids = [self.fsig[k] for k in children.get(f, ())]
+                if len(kids) > 1 and len(set(kids)) == 1 and kids[0][0] == "block" and not op_kids[f]:
+                    fd["name"] = f"{len(kids)} × a block of {len(kids[0][1])} ops"
+                else:
+                    fd["name"] = f"{len(ms)} ops"
+                fd["sub"] = f"#{a}–{b}: " + _counts(op_names[i] for i in ms)
             elif fd["kind"] == "chain":
                 fd["name"] = f"chain of {len(ms)} ops"
                 fd["sub"] = _counts(op_names[i] for i in ms)

@@ -75,22 +75,29 @@
       m.ks.push(k);
       if (e[2]) m.mark = e[2];
     });
-    var fan = {}, refs = 0;
+    // a unit feeding more than FANOUT others (a weight shared by every step) keeps its first edge;
+    // each further box names it on a line of its own (↪) instead: long edges make layouts slow and unreadable
+    var fan = {};
+    order.forEach(function (m) { (fan[m.a] || (fan[m.a] = [])).push(m); });
+    var drawn = [];
     order.forEach(function (m) {
-      var seen = fan[m.a] || (fan[m.a] = []);
-      seen.push(m);
+      var ms = fan[m.a];
+      if (ms.length > FANOUT && ms[0] !== m) {
+        var b = units[m.b];
+        (b.also || (b.also = [])).push(units[m.a].name);
+        (b.alsoEdges || (b.alsoEdges = [])).push(m);
+      } else drawn.push(m);
     });
-    Object.keys(fan).forEach(function (a) {
-      var ms = fan[a];
-      if (ms.length <= FANOUT) return;
-      for (var j = 1; j < ms.length; j++) {
-        var r = "r" + (refs++), src = units[a], s = boxSize("↪ " + src.name, "");
-        s.info = { id: r, kind: "ref", of: a, name: "↪ " + src.name, sub: "", cls: "ref", parent: units[ms[j].b].parent };
-        g.setNode(r, s);
-        if (s.info.parent !== -1) g.setParent(r, "c" + s.info.parent);
-        ms[j].a = r;
-      }
+    Object.keys(units).forEach(function (u) {
+      var info = units[u];
+      if (!info.also) return;
+      var txt = "↪ " + info.also.join(", ");
+      info.alsoText = txt.length > 48 ? txt.slice(0, 47) + "…" : txt;
+      var nd = g.node(u), w = info.alsoText.length * 6.1 + 18;
+      nd.height += 13;
+      nd.width = Math.min(Math.max(nd.width, w), 320);
     });
+    order = drawn;
     order.forEach(function (m) { g.setEdge(m.a, m.b, { m: m }); });
     dagre.layout(g);
     state.g = g;
@@ -128,11 +135,17 @@
       if (info.kind === "f" && members[info.i].some(function (j) { return N[j].bad || N[j].badv || N[j].anom; })) cls += " bad";
       var grp = el("g", { "class": cls, "data-unit": id, tabindex: 0, role: "button", "aria-label": info.name + " " + (info.sub || "") }, ng);
       el("rect", { x: nd.x - nd.width / 2, y: nd.y - nd.height / 2, width: nd.width, height: nd.height, rx: info.kind === "n" && n.k !== "op" ? 12 : 4 }, grp);
-      var t1 = el("text", { x: nd.x, y: nd.y + (info.sub ? -3 : 4), "text-anchor": "middle" }, grp);
+      var top = nd.y - nd.height / 2;
+      var t1 = el("text", { x: nd.x, y: top + (info.sub ? 15 : 16), "text-anchor": "middle" }, grp);
       t1.textContent = info.name;
       if (info.sub) {
-        var t2 = el("text", { x: nd.x, y: nd.y + 12, "text-anchor": "middle", "class": "sub" }, grp);
+        var t2 = el("text", { x: nd.x, y: top + 30, "text-anchor": "middle", "class": "sub" }, grp);
         t2.textContent = info.sub;
+      }
+      if (info.alsoText) {
+        var t3 = el("text", { x: nd.x, y: top + (info.sub ? 43 : 31), "text-anchor": "middle", "class": "sub" }, grp);
+        t3.textContent = info.alsoText;
+        el("title", {}, grp).textContent = "also reads " + info.also.join(", ") + " (drawn once, at its first use)";
       }
       grp.addEventListener("click", function (ev) { if (!state.dragged) activate(info); ev.stopPropagation(); });
       grp.addEventListener("keydown", function (ev) { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); activate(info); } });
@@ -145,7 +158,6 @@
   // -- selection, the path to the output, search marks ----------------------------------------------
   function activate(info) {
     if (info.kind === "f") { fopen[info.i] = true; layout(); select({ kind: "f", i: info.i }); return; }
-    if (info.kind === "ref") { activate(state.units[info.of]); return; }
     select({ kind: "n", i: info.i });
   }
 
@@ -173,9 +185,7 @@
     if (state.sel) selUnit = state.sel.kind === "n" ? state.unitOfNode[state.sel.i] : (state.units["f" + state.sel.i] ? "f" + state.sel.i : null);
     if (state.matches) state.matches.forEach(function (m) { if (m.kind === "n") matchUnits[state.unitOfNode[m.i]] = 1; else if (state.units["f" + m.i]) matchUnits["f" + m.i] = 1; });
     Object.keys(state.nodeEls).forEach(function (id) {
-      var e = state.nodeEls[id], info = state.units[id];
-      var key = info ? id : null;
-      if (!info) { var r = state.g.node(id).info; key = r.of; }
+      var e = state.nodeEls[id], key = id;
       e.classList.toggle("hot", !!hotUnits[key]);
       e.classList.toggle("sel", key === selUnit);
       e.classList.toggle("match", !!matchUnits[key]);
@@ -302,6 +312,14 @@
   // -- start ----------------------------------------------------------------------------------------
   layout();
   fit();
+  if (state.view.k < 0.45) {   // too tall to read whole: open at a readable size, on the output end
+    var gr = state.g.graph(), r = svg.getBoundingClientRect();
+    state.view.k = 0.8;
+    state.view.x = (r.width - gr.width * 0.8) / 2;
+    if (gr.width * 0.8 > r.width) state.view.x = r.width - gr.width * 0.8 - 10;
+    state.view.y = r.height - gr.height * 0.8 - 10;
+    apply();
+  }
   if (D.select !== null && D.select !== undefined) reveal(D.select); else showDetails(null);
   var loadMs = performance.now() - t0;
   window.minigradPage = { ready: true, loadMs: loadMs, layoutMs: state.layoutMs, boxes: function () { return Object.keys(state.units).length; }, reveal: reveal, select: function (i) { select({ kind: "n", i: i }); } };
