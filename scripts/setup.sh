@@ -9,8 +9,9 @@
 # Nothing is installed outside the clone: no global or --user packages, no pip cache, and
 # matplotlib's cache goes to .venv/matplotlib (MPLCONFIGDIR, set for the venv's python). The
 # exceptions are Graphviz's `dot` and, for dev, Chromium (the graph page's browser tests), which
-# scripts/install-system-deps.sh installs with apt-get (or brew) where they are missing. A second run is quick: a stamp in .venv/ records a hash of
-# pyproject.toml, this script and the extra, and nothing is reinstalled while it matches.
+# scripts/install-system-deps.sh installs with apt-get (or brew) where they are missing. A
+# second run is quick: a stamp in .venv/ records a hash of pyproject.toml, this script and
+# the extra, and nothing is reinstalled while it matches.
 #
 # torch (the `torch` extra, for the tests that compare with PyTorch): on Linux without an
 # NVIDIA GPU, only torch's CPU build is installed (PyPI's default Linux wheel pulls gigabytes
