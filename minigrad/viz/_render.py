@@ -104,11 +104,12 @@ def _page_maker(t, params):
     keeps no graph alive), or returning None: a notebook's fallback where ``dot`` is missing."""
     import weakref
 
-    items = list(t) if isinstance(t, (list, tuple)) else [t]
+    many = isinstance(t, (list, tuple))
     try:
-        refs = [weakref.ref(x) for x in items]
+        refs = [weakref.ref(x) for x in (t if many else [t])]
     except TypeError:
         return lambda: None
+    del t  # the closure below must not hold it
 
     def make():
         xs = [r() for r in refs]
@@ -116,7 +117,7 @@ def _page_maker(t, params):
             return None
         from ._html import html
 
-        return html(xs if isinstance(t, (list, tuple)) else xs[0], params=params)
+        return html(xs if many else xs[0], params=params)
 
     return make
 
