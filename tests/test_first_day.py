@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import leaf, to_np
+from conftest import dev, leaf, to_np
 
 
 def _torch():
@@ -240,3 +240,22 @@ def test_load_of_a_missing_file_says_where_it_looked_and_names_an_old_npz(tmp_pa
     with pytest.raises(FileNotFoundError, match=r"load: no file '.*old\.pt'; there is '.*old\.pt\.npz', which an "
                                                 r"older minigrad's save wrote for this name"):
         mg.load(str(tmp_path / "old.pt"))
+
+
+# -- rough edges ------------------------------------------------------------------------------------------
+
+
+def test_setitem_of_a_one_element_tensor_into_one_slot():
+    # before: NumPy's "setting an array element with a sequence"
+    w = mg.zeros(3)
+    w[-1] = mg.tensor([5.0])
+    w[0] = dev(np.array([[7.0]], dtype=np.float32))
+    assert to_np(w).tolist() == [7.0, 0.0, 5.0]
+    a = leaf((1,))
+    buf = mg.zeros(3, dtype=mg.float64)
+    buf[1] = a * 3
+    buf.sum().backward()
+    assert to_np(a.grad).tolist() == [3.0] and a.grad.shape == (1,)
+    with pytest.raises(ValueError, match=r"setitem: a value of shape \(2,\) cannot be broadcast to the indexed "
+                                         r"region \[-1\] of shape \(\)"):
+        w[-1] = mg.tensor([5.0, 6.0])

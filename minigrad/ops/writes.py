@@ -265,6 +265,8 @@ def setitem(t, idx, value):
             f"setitem: a value of shape {vshape} cannot be broadcast to the indexed region {fmt_index(cidx)} "
             f"of shape {sel_shape} (tensor shape {t.shape})"
         ) from None
+    if stripped != vshape:  # w[-1] = mg.tensor([5.]): one element into one slot, as NumPy's and PyTorch's setitem
+        value = value.reshape(stripped)
     template, args = split_index(idx, cidx)
     out = write(t, SETITEM, op, (*args, value), {"template": template, "sel_shape": sel_shape, "vshape": stripped},
                 check=False)
