@@ -255,7 +255,7 @@ def setitem(t, idx, value):
         sel_shape = tuple(t.data[cidx].shape)
     except IndexError as e:
         raise IndexError(f"setitem: {e} (tensor shape {t.shape})") from None
-    vshape = tuple(getattr(getattr(value, "data", value), "shape", ()))
+    vshape = tuple(getattr(value, "shape", ()))  # a Tensor's or an array's (a CuPy array's .data is its memory)
     stripped = _strip_ones(vshape, len(sel_shape))
     try:
         if len(stripped) > len(sel_shape) or np.broadcast_shapes(stripped, sel_shape) != sel_shape:
