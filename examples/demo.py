@@ -82,7 +82,7 @@ def main(epochs: int = digits.EPOCHS, steps: int | None = None, limit: int | Non
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="Train the digits MLP, then draw its loss curve and one step's graph.")
+    ap = argparse.ArgumentParser(description="Train the digits MLP, then draw its loss curve and one step's graph.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--no-compile", action="store_true", help="train eagerly instead of through mg.compile")
     a = ap.parse_args()
     np.set_printoptions(precision=4)
