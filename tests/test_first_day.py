@@ -259,3 +259,18 @@ def test_setitem_of_a_one_element_tensor_into_one_slot():
     with pytest.raises(ValueError, match=r"setitem: a value of shape \(2,\) cannot be broadcast to the indexed "
                                          r"region \[-1\] of shape \(\)"):
         w[-1] = mg.tensor([5.0, 6.0])
+
+
+def test_the_cuda_error_names_the_device_and_gives_the_readmes_install_advice(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    monkeypatch.setattr(mg.backend, "_cupy", None)
+    monkeypatch.setattr(mg.backend, "_cupyx", None)
+    monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
+    with pytest.raises(RuntimeError, match=r"device 'cuda:1' needs CuPy, which is not installed: bash scripts/setup\.sh "
+                                           r"gpu \(in a clone; elsewhere pip install \"minigrad\[gpu\]\"\)"):
+        mg.zeros(2, device="cuda:1")
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert '`bash scripts/setup.sh gpu` in a clone;\nelsewhere `pip install "minigrad[gpu]"`, or the cupy-cudaXX wheel ' \
+           "matching your CUDA" in readme
