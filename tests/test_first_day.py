@@ -274,3 +274,14 @@ def test_the_cuda_error_names_the_device_and_gives_the_readmes_install_advice(mo
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert '`bash scripts/setup.sh gpu` in a clone;\nelsewhere `pip install "minigrad[gpu]"`, or the cupy-cudaXX wheel ' \
            "matching your CUDA" in readme
+
+
+def test_readme_runs_every_script_with_the_venvs_python():
+    # before: `python3 visualize/gallery.py` failed unless the venv was activated
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    bare = re.findall(r"(?<![\w/.-])python3? (?:-m \w+|[\w/]+\.py)", readme)
+    assert not bare, f"README commands that need an activated venv: {bare}"
+    assert ".venv/bin/python visualize/gallery.py" in readme
