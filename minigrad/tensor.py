@@ -159,6 +159,12 @@ class _Size(int):
     def __reduce__(self):
         return int, (int(self),)
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NumPy takes only an exact int as a weak scalar (an int subclass would make float32 / t.size
+        # float64): hand it the int
+        inputs = tuple(int(v) if isinstance(v, _Size) else v for v in inputs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
 
 def _set_grad(t, g):
     t._grad = g

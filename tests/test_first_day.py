@@ -207,6 +207,10 @@ def test_size_call_is_the_shape_and_size_attribute_the_count():
     assert t.size() == (2, 3, 4) and t.size(0) == 2 and t.size(-1) == 4
     assert repr(t.size) == "24" and f"{t.size}" == "24"
     assert np.zeros(t.size).shape == (24,)
+    # a weak Python int to NumPy, as t.size always was: float32 stays float32
+    x = mg.ones(2, 3)
+    assert (x / x.size).dtype == np.float32 and (x.data / x.size).dtype == np.float32
+    assert np.divide(np.ones(2, np.float32), x.size).dtype == np.float32
     with pytest.raises(IndexError, match=r"size: dim 3 is out of range for a tensor of shape \(2, 3, 4\)"):
         t.size(3)
     torch = _torch()
