@@ -174,13 +174,13 @@ def main(steps: int = 600, task: str = "reverse", length: int = 8, vocab: int = 
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="Train a tiny self-attention layer to reverse sequences.")
-    ap.add_argument("--steps", type=int, default=600)
-    ap.add_argument("--task", choices=("reverse", "sort"), default="reverse")
-    ap.add_argument("--length", type=int, default=8)
-    ap.add_argument("--vocab", type=int, default=10)
-    ap.add_argument("--lr", type=float, default=1e-2)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description="Train a tiny self-attention layer to reverse sequences.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--steps", type=int, default=600, help="training steps")
+    ap.add_argument("--task", choices=("reverse", "sort"), default="reverse", help="what the layer learns to do to a sequence")
+    ap.add_argument("--length", type=int, default=8, help="sequence length")
+    ap.add_argument("--vocab", type=int, default=10, help="number of distinct tokens")
+    ap.add_argument("--lr", type=float, default=1e-2, help="Adam's learning rate")
+    ap.add_argument("--seed", type=int, default=0, help="the data and the initialisation")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
     ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()

@@ -273,15 +273,15 @@ def main(steps: int = STEPS, batch: int = 16, context: int = 64, lr: float = 3e-
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="Train a tiny character-level transformer.")
-    ap.add_argument("--steps", type=int, default=STEPS)
-    ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--context", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=3e-3)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description="Train a tiny character-level transformer.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--steps", type=int, default=STEPS, help="training steps")
+    ap.add_argument("--batch-size", type=int, default=16, help="sequences per batch")
+    ap.add_argument("--context", type=int, default=64, help="characters of context")
+    ap.add_argument("--lr", type=float, default=3e-3, help="AdamW's learning rate")
+    ap.add_argument("--seed", type=int, default=0, help="the batches and the initialisation")
     ap.add_argument("--sample", type=int, default=300, help="characters to generate at the end")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
-    ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--no-plot", action="store_true", help="skip the loss curve (matplotlib)")
     ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
     main(steps=a.steps, batch=a.batch_size, context=a.context, lr=a.lr, seed=a.seed, sample_len=a.sample,

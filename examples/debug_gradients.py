@@ -164,7 +164,15 @@ def main(out_dir=OUT, depth=12, plot=True, log=print):
 
 
 if __name__ == "__main__":
+    import argparse
     import warnings
 
+    ap = argparse.ArgumentParser(description="Debugging gradients: find a wrong backward (gradcheck, check_ops), "
+                                             "a NaN (detect_anomaly) and vanishing gradients (grad_flow).",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--out-dir", default=str(OUT), help="where the graph and the grad-flow picture go")
+    ap.add_argument("--depth", type=int, default=12, help="layers of the deep tanh network")
+    ap.add_argument("--no-plot", action="store_true", help="skip the grad-flow picture (matplotlib)")
+    a = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's "invalid value" is what we are hunting
-    main()
+    main(out_dir=a.out_dir, depth=a.depth, plot=not a.no_plot)

@@ -7,9 +7,10 @@
    the training step runs through ``mg.compile`` (docs/compile.md): captured once, then replayed;
 2. saves the loss curve: examples/out/digits_loss.png;
 3. saves the graph of one training step's loss, after backward (every parameter with its
-   gradient's shape and norm): examples/out/digits_step_graph.svg, via ``mg.viz``. Where
-   Graphviz's ``dot`` program is missing it writes the DOT text (.dot) and says how to
-   install ``dot``; where ``mg.viz`` itself is missing it skips this step with a message.
+   gradient's shape and norm): examples/out/digits_step_graph.svg, via ``mg.viz``, and the
+   same step as an interactive page, examples/out/step.html (``mg.viz.html``: no Graphviz
+   needed; open it in a browser). Where Graphviz's ``dot`` program is missing it writes the
+   DOT text (.dot) and says how to install ``dot``; where ``mg.viz`` itself is missing it skips this step with a message.
 """
 from __future__ import annotations
 
@@ -41,11 +42,16 @@ def step_graph(model, X, y, out_dir: Path, batch: int = 64):
         return None
     x = mg.tensor(X[:batch])
     model.zero_grad()
-    loss = mg.nn.functional.cross_entropy(model(x), y[:batch])
-    loss.backward()  # the drawing shows every parameter's gradient: draw before zero_grad()
+    with mg.autograd.profile() as prof:  # the page shows each op's times and the line that made it
+        loss = mg.nn.functional.cross_entropy(model(x), y[:batch])
+        loss.backward()  # the drawing shows every parameter's gradient: draw before zero_grad()
     out_dir.mkdir(parents=True, exist_ok=True)
     svg = out_dir / "digits_step_graph.svg"
     title = f"one training step of the digits MLP: loss {loss.item():.4f}"
+    if hasattr(viz, "html"):  # the graph page: one HTML file, no Graphviz needed
+        page = viz.html(prof, out_dir / "step.html", params=model, title=title)
+        print(f"graph page of one training step: {out_dir / 'step.html'} (open it in a browser; "
+              f"{page.n_ops} ops, built in {page.build_s:.2f}s)")
     try:
         try:
             return viz.save(loss, svg, params=model, title=title)
@@ -76,7 +82,7 @@ def main(epochs: int = digits.EPOCHS, steps: int | None = None, limit: int | Non
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="Train the digits MLP, then draw its loss curve and one step's graph.")
+    ap = argparse.ArgumentParser(description="Train the digits MLP, then draw its loss curve and one step's graph.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     ap.add_argument("--no-compile", action="store_true", help="train eagerly instead of through mg.compile")
     a = ap.parse_args()
     np.set_printoptions(precision=4)

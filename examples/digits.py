@@ -212,11 +212,11 @@ def main(epochs: int = EPOCHS, batch_size: int = 64, lr: float = LR, steps: int 
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="Train an MLP on the 8x8 digits.")
-    ap.add_argument("--epochs", type=int, default=EPOCHS)
-    ap.add_argument("--batch-size", type=int, default=64)
-    ap.add_argument("--lr", type=float, default=LR)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description="Train an MLP on the 8x8 digits.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--epochs", type=int, default=EPOCHS, help="passes over the training set")
+    ap.add_argument("--batch-size", type=int, default=64, help="images per batch")
+    ap.add_argument("--lr", type=float, default=LR, help="SGD's learning rate (cosine schedule)")
+    ap.add_argument("--seed", type=int, default=0, help="the split and the initialisation")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
     ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()

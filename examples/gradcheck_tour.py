@@ -122,9 +122,9 @@ def main(steps: int = 200, seed: int = 0, compile: bool = False) -> dict:  # noq
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="A tour of gradcheck, ending with a small model trained with a custom op.")
-    ap.add_argument("--steps", type=int, default=200)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description="A tour of gradcheck, ending with a small model trained with a custom op.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--steps", type=int, default=200, help="training steps of the small model at the end")
+    ap.add_argument("--seed", type=int, default=0, help="the data and the initialisation")
     ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
     main(steps=a.steps, seed=a.seed, compile=a.compile)

@@ -123,12 +123,12 @@ def main(steps: int = 1000, n: int = 400, noise: float = 0.1, lr: float = 0.01, 
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="Train a small MLP on two moons.")
-    ap.add_argument("--steps", type=int, default=1000)
-    ap.add_argument("--n", type=int, default=400)
-    ap.add_argument("--noise", type=float, default=0.1)
-    ap.add_argument("--lr", type=float, default=0.01)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description="Train a small MLP on two moons.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--steps", type=int, default=1000, help="training steps")
+    ap.add_argument("--n", type=int, default=400, help="number of points")
+    ap.add_argument("--noise", type=float, default=0.1, help="noise of the moons")
+    ap.add_argument("--lr", type=float, default=0.01, help="Adam's learning rate")
+    ap.add_argument("--seed", type=int, default=0, help="the data and the initialisation")
     ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
     main(steps=a.steps, n=a.n, noise=a.noise, lr=a.lr, seed=a.seed, compile=a.compile)

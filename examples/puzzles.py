@@ -257,10 +257,18 @@ def as_inputs(args):
 
 
 def main(argv=None) -> int:
+    """Check every puzzle against its spec on random inputs; 0 when all are solved."""
+    import argparse
+
     import numpy as np
 
+    ap = argparse.ArgumentParser(description="Check every Tensor Puzzle's one-line minigrad solution against its "
+                                             "spec (a plain Python loop) on random inputs.",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("seed", nargs="?", type=int, default=0, help="seed of the random inputs")
+    args = ap.parse_args(argv)
     specs = _specs()
-    rng = np.random.default_rng(0 if not argv else int(argv[0]))
+    rng = np.random.default_rng(args.seed)
     failed = 0
     for name, args in cases(rng).items():
         puzzle = globals()[name]

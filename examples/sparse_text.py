@@ -176,13 +176,13 @@ def main(steps: int = 300, n_docs: int = 4000, vocab: int = 5000, layout: str = 
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser(description="Sparse bag-of-words logistic regression.")
-    ap.add_argument("--steps", type=int, default=300)
-    ap.add_argument("--docs", type=int, default=4000)
-    ap.add_argument("--vocab", type=int, default=5000)
-    ap.add_argument("--layout", choices=("csr", "coo"), default="csr")
-    ap.add_argument("--lr", type=float, default=0.1)
-    ap.add_argument("--seed", type=int, default=0)
+    ap = argparse.ArgumentParser(description="Sparse bag-of-words logistic regression.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--steps", type=int, default=300, help="training steps")
+    ap.add_argument("--docs", type=int, default=4000, help="number of documents")
+    ap.add_argument("--vocab", type=int, default=5000, help="vocabulary size")
+    ap.add_argument("--layout", choices=("csr", "coo"), default="csr", help="the sparse layout of the bag of words")
+    ap.add_argument("--lr", type=float, default=0.1, help="the learning rate")
+    ap.add_argument("--seed", type=int, default=0, help="the data and the initialisation")
     ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
     main(steps=a.steps, n_docs=a.docs, vocab=a.vocab, layout=a.layout, lr=a.lr, seed=a.seed, compile=a.compile)

@@ -16,12 +16,12 @@ import numpy as _np
 from . import autograd, ops
 from .backend import get_default_device, set_default_device
 from .creation import (
-    arange, empty, eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, randint,
-    randn, tensor, zeros, zeros_like,
+    arange, empty, eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
+    randint, randn, randn_like, randperm, tensor, zeros, zeros_like,
 )
 from .backward import grad
 from .errors import AnomalyError, AxisError, CompileError, GradcheckError, MinigradError
-from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from .tensor import Tensor, get_default_dtype, set_default_dtype
 from .threads import get_num_threads, set_num_threads
@@ -47,18 +47,18 @@ __version__ = "0.1.0"
 
 __all__ = sorted(
     ["Tensor", "tensor", "zeros", "ones", "full", "full_like", "empty", "arange", "linspace", "eye", "zeros_like",
-     "ones_like", "rand", "randn", "randint", "from_numpy", "from_dlpack", "manual_seed", "set_default_dtype", "get_default_dtype",
+     "ones_like", "rand", "randn", "randint", "rand_like", "randn_like", "randperm", "inference_mode", "from_numpy", "from_dlpack", "manual_seed", "set_default_dtype", "get_default_dtype",
      "set_default_device", "get_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
      "grad", "gradcheck", "gradgradcheck", "compile", "CompileError", "AnomalyError", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",
      "get_num_threads", "autograd", "ops", "cat", "clamp", "dot", "save", "load", "nn", "optim", "sparse", "viz",
-     "strided", "io"] + list(ops.exports()))
+     "strided", "io", "utils"] + list(ops.exports()))
 
 
 def __getattr__(name):
     # subpackages that pull in more code load on first use
     import importlib
 
-    if name in ("nn", "optim", "sparse", "viz", "strided", "io", "profile"):
+    if name in ("nn", "optim", "sparse", "viz", "strided", "io", "profile", "utils"):
         mod = importlib.import_module(f".{name}", __name__)
         globals()[name] = mod
         return mod

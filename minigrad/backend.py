@@ -13,7 +13,12 @@ _cupyx = None  # its companion namespace, for scatter_add
 _n_gpus = 0    # how many CUDA devices it sees
 
 
-def _import_cupy():
+# how to get CuPy: the README's words ("The GPU"), so the error and the README say the same
+GPU_INSTALL = ('bash scripts/setup.sh gpu (in a clone; elsewhere pip install "minigrad[gpu]"), or the '
+               "cupy-cudaXX wheel matching your CUDA")
+
+
+def _import_cupy(device: str = "cuda:0"):
     global _cupy, _cupyx, _n_gpus
     if _cupy is None:
         try:
@@ -21,15 +26,15 @@ def _import_cupy():
             import cupyx  # noqa: PLC0415
         except ImportError as e:
             raise RuntimeError(
-                "device 'cuda' needs CuPy, which is not installed: `pip install minigrad[gpu]` "
-                f"(or the cupy-cudaXX wheel matching your CUDA) on a machine with an NVIDIA GPU ({e})"
+                f"device {device!r} needs CuPy, which is not installed: {GPU_INSTALL}, on a machine with an "
+                f"NVIDIA GPU ({e})"
             ) from e
         try:
             n = cupy.cuda.runtime.getDeviceCount()
         except Exception as e:  # pragma: no cover - depends on the machine
-            raise RuntimeError(f"device 'cuda': CuPy is installed but no GPU is usable ({e})") from e
+            raise RuntimeError(f"device {device!r}: CuPy is installed but no GPU is usable ({e})") from e
         if n == 0:  # pragma: no cover
-            raise RuntimeError("device 'cuda': CuPy is installed but no GPU was found")
+            raise RuntimeError(f"device {device!r}: CuPy is installed but no GPU was found")
         _cupy, _cupyx, _n_gpus = cupy, cupyx, n
     return _cupy
 
@@ -104,7 +109,7 @@ def set_default_device(device) -> None:
     global _default_device
     d = parse_device(device)
     if d != "cpu":
-        _import_cupy()
+        _import_cupy(d)
     _default_device = d
 
 
@@ -116,7 +121,7 @@ def xp_for(device: str):
     """The array module for a normalised device string."""
     if device == "cpu":
         return np
-    cp = _import_cupy()
+    cp = _import_cupy(device)
     _device_index(device)
     return cp
 
@@ -137,7 +142,7 @@ def to_device(a, device: str):
         if is_cupy_array(a):
             return a.get()
         return a
-    cp = _import_cupy()
+    cp = _import_cupy(device)
     idx = _device_index(device)
     if isinstance(a, cp.ndarray):
         if a.device.id == idx:

@@ -144,10 +144,68 @@ def randn(*shape, dtype=None, device=None, requires_grad=False, seed=None) -> Te
 
 
 def randint(low, high=None, size=(), dtype=np.int64, device=None, seed=None) -> Tensor:
-    """Random integers in [low, high)."""
-    if high is None:
+    """Random integers in [low, high), int64: ``randint(low, high, size)`` or PyTorch's
+    ``randint(high, size)`` (a tuple second argument is the size: draws in [0, high)).
+
+    ``seed=`` or ``mg.manual_seed`` for reproducibility.
+
+    >>> mg.randint(5, (200,)).shape
+    (200,)
+    """
+    if isinstance(high, (tuple, list)):  # PyTorch's randint(high, size)
+        if size != ():
+            raise TypeError(f"randint: got a size twice: randint({low!r}, {high!r}, size={size!r}); "
+                            "write randint(high, size) or randint(low, high, size)")
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
+    size = _shape(tuple(size), "randint") if isinstance(size, (tuple, list)) else _shape((size,), "randint")
+    if not high > low:
+        raise ValueError(f"randint: high ({high}) must be greater than low ({low}): draws come from [low, high)")
     return _finish(_integers, (low, high, size, dtype, seed), False, device)
+
+
+def randperm(n: int, dtype=np.int64, device=None, seed=None) -> Tensor:
+    """A random permutation of ``0 .. n-1`` (int64), PyTorch's ``randperm``; ``seed=`` or
+    ``mg.manual_seed`` for reproducibility.
+
+    >>> sorted(mg.randperm(4).tolist())
+    [0, 1, 2, 3]
+    """
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ValueError(f"randperm: n must be an int >= 0, got {n!r}")
+    return _finish(_permutation, (int(n), dtype, seed), False, device)
+
+
+def rand_like(x, dtype=None, device=None, requires_grad=False, seed=None) -> Tensor:
+    """Uniform [0, 1) samples shaped like ``x`` (its dtype and device unless given).
+
+    >>> mg.rand_like(mg.zeros(2, 3)).shape
+    (2, 3)
+    """
+    return rand(x.shape, dtype=_like_dtype(x, dtype, "rand_like"), device=x.device if device is None else device,
+                requires_grad=requires_grad, seed=seed)
+
+
+def randn_like(x, dtype=None, device=None, requires_grad=False, seed=None) -> Tensor:
+    """Standard normal samples shaped like ``x`` (its dtype and device unless given).
+
+    >>> mg.randn_like(mg.zeros(2, 3)).shape
+    (2, 3)
+    """
+    return randn(x.shape, dtype=_like_dtype(x, dtype, "randn_like"), device=x.device if device is None else device,
+                 requires_grad=requires_grad, seed=seed)
+
+
+def _like_dtype(x, dtype, op):
+    d = np.dtype(x.dtype if dtype is None else dtype)
+    if d.kind != "f":
+        raise TypeError(f"{op}: draws are floating-point; got dtype {d} (give dtype=mg.float32 for an integer x)")
+    return d
+
+
+def _permutation(n, dtype, seed):
+    return _generator(seed).permutation(n).astype(dtype, copy=False)
 
 
 def _draw(kind, shape, dt, seed):

@@ -62,3 +62,30 @@ class set_grad_enabled(_GradMode):
         self = object.__new__(cls)
         self._value = bool(mode)
         return self
+
+
+class inference_mode(_GradMode):
+    """``with mg.inference_mode():`` — PyTorch's inference mode: no tape is recorded, as in
+    ``no_grad`` (minigrad has no separate inference tensors; results are ordinary tensors that
+    do not require grad). ``inference_mode(False)`` records as usual. Also a decorator.
+
+    >>> with mg.inference_mode():
+    ...     y = model(x)       # y.requires_grad is False
+    """
+
+    def __new__(cls, mode=True):
+        if callable(mode) and not isinstance(mode, bool):  # @mg.inference_mode without parentheses
+            return cls()(mode)
+        self = object.__new__(cls)
+        self._value = not bool(mode)
+        return self
+
+    def __call__(self, fn):
+        value = self._value
+
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            with inference_mode(not value):
+                return fn(*a, **k)
+
+        return wrapper

@@ -135,7 +135,9 @@ def save(obj, path) -> None:
     Args:
         obj: a Tensor, an array, or nested dicts / lists / tuples of Tensors, arrays,
             numbers, strings and None (a ``state_dict()``, a checkpoint dict...).
-        path: file name or path-like; NumPy adds ``.npz`` when missing.
+        path: file name or path-like, written exactly as given whatever its suffix
+            (``"ckpt.pt"`` writes ``ckpt.pt``; the content is an ``.npz`` archive), or a
+            writable binary file object.
 
     Device arrays are copied to the host. Raises TypeError for anything else (a Module:
     save its ``state_dict()``).
@@ -146,10 +148,7 @@ def save(obj, path) -> None:
     meta = json.dumps({"format": _FORMAT, "version": _VERSION, "tree": tree})
     arrays[_META] = np.array(meta)  # a unicode string array, not an object array
     if isinstance(path, (str, os.PathLike)):
-        p = os.fspath(path)
-        if not p.endswith(".npz"):
-            p += ".npz"
-        with open(p, "wb") as f:
+        with open(os.fspath(path), "wb") as f:  # exactly this name: mg.load(path) reads it back
             _write_npz(f, arrays)
     else:  # a file object
         _write_npz(path, arrays)
@@ -184,7 +183,11 @@ def load(path, device=None):
     """
     where = _file_name(path)
     if isinstance(path, (str, os.PathLike)):
-        with open(path, "rb") as f:
+        try:
+            f = open(path, "rb")
+        except FileNotFoundError:
+            raise FileNotFoundError(_missing(where)) from None
+        with f:
             arrays = _read_file(f, where)
     else:
         arrays = _read_file(path, where)
@@ -219,6 +222,18 @@ _DAMAGE = (
     zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, struct.error, zlib.error,
     NotImplementedError, RuntimeError, OverflowError, KeyError, IndexError, RecursionError,
 )  # fmt: skip
+
+
+def _missing(where):
+    """The message of a file ``load`` cannot find, with the likely reason when there is one."""
+    msg = f"load: no file {where!r}"
+    if os.path.exists(where + ".npz"):
+        msg += (f"; there is {where + '.npz'!r}, which an older minigrad's save wrote for this name "
+                f"(it added .npz): load that name, or rename it")
+    else:
+        folder = os.path.dirname(os.path.abspath(where))
+        msg += f" (looked in {folder})" if os.path.isdir(folder) else f" (no folder {folder})"
+    return msg
 
 
 def _file_name(path):

@@ -14,9 +14,11 @@ backward pass runs ops, so they are counted as forward calls too.
 from __future__ import annotations
 
 import time
+import weakref
 
 from . import _state
-from .tape import fmt_bytes
+from .anomaly import user_where
+from .tape import TextTable, fmt_bytes
 
 __all__ = ["Profile", "OpStats"]
 
@@ -62,6 +64,10 @@ class Profile:
         self.wall_s = 0.0
         self._t0 = None
         self._active = False
+        # per recorded Node, for mg.viz.html(profile): [weakref, forward s, backward s, (file, line)]
+        self._nodes = []
+        self._index = {}        # id(node) -> its row in _nodes
+        self._last_forward = 0.0
 
     # -- context manager ---------------------------------------------------------------
     def __enter__(self) -> "Profile":
@@ -89,14 +95,35 @@ class Profile:
         s = self._get(op)
         s.calls += 1
         s.forward_s += seconds
+        self._last_forward = seconds  # the op's Node, if one is recorded, is reported next
 
     def recorded(self, node) -> None:
         self._get(node.op).saved_bytes += node.saved_bytes
+        i = self._index.get(id(node))
+        if i is None or self._nodes[i][0]() is not node:  # an autograd.Function's Node comes twice
+            self._index[id(node)] = len(self._nodes)
+            self._nodes.append([weakref.ref(node), self._last_forward, 0.0, user_where()])
 
     def backward(self, node, seconds: float, grads) -> None:
         s = self._get(node.op)
         s.backward_calls += 1
         s.backward_s += seconds
+        i = self._index.get(id(node))
+        if i is not None and self._nodes[i][0]() is node:
+            self._nodes[i][2] += seconds
+
+    def nodes(self) -> list[tuple]:
+        """Per op recorded in the block whose Node is still alive, in the order they ran:
+        ``(node, forward_s, backward_s, (file, line))`` (``mg.viz.html(profile)`` draws them).
+
+        >>> [(n.op, f) for n, f, b, where in p.nodes()]
+        """
+        out = []
+        for ref, fwd, bwd, where in self._nodes:
+            n = ref()
+            if n is not None:
+                out.append((n, fwd, bwd, where))
+        return out
 
     # -- reading it ----------------------------------------------------------------------
     def rows(self, sort_by: str = "total") -> list[OpStats]:
@@ -149,10 +176,13 @@ class Profile:
         overhead = self.wall_s - total
         lines.append(f"wall time in the block: {_fmt_s(self.wall_s)} (array work in ops: {_fmt_s(total)}, "
                      f"the rest is Python: recording, wrapping, your code: {_fmt_s(max(overhead, 0.0))})")
-        return "\n".join(lines)
+        return TextTable("\n".join(lines), [out[0]] + [tuple(r) for r in out[1:]])  # a notebook shows it as HTML
 
     def __str__(self):
         return self.table()
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
 
     def __repr__(self):
         return f"<Profile: {len(self.stats)} ops, {sum(s.calls for s in self.stats.values())} calls>"

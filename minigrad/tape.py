@@ -3,7 +3,28 @@ from __future__ import annotations
 
 from .backward import _collect as collect
 
-__all__ = ["Tape", "tape", "fmt_bytes"]
+__all__ = ["Tape", "tape", "fmt_bytes", "TextTable"]
+
+
+class TextTable(str):
+    """A text table (a ``str``, printed as it is) that a notebook shows as an HTML table."""
+
+    def __new__(cls, text: str, rows):
+        self = super().__new__(cls, text)
+        self.rows = rows  # header first, then the body rows: tuples of cells
+        return self
+
+    def _repr_html_(self) -> str:
+        return html_table(self.rows)
+
+
+def html_table(rows) -> str:
+    """An HTML table of ``rows`` (the first is the header), every cell escaped."""
+    from html import escape
+
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows[1:])
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 class Tape(list):
@@ -11,7 +32,7 @@ class Tape(list):
     index, op, input shapes -> output shape, dtype, bytes saved for backward ("freed"
     once a backward released them), and the op's attributes (axis, keepdims...)."""
 
-    def __str__(self):
+    def _rows(self) -> tuple[list, int]:
         rows = [("#", "op", "inputs -> output", "dtype", "saved", "attrs")]
         total = 0
         for i, n in enumerate(self):
@@ -20,6 +41,10 @@ class Tape(list):
             saved = "freed" if n.freed else fmt_bytes(n.saved_bytes)
             rows.append((str(i), n.op, f"{ins} -> {tuple(n.out_meta[0])}", str(n.out_meta[1]), saved,
                          _fmt_info(n.info)))
+        return rows, total
+
+    def __str__(self):
+        rows, total = self._rows()
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
         lines = []
         for j, r in enumerate(rows):
@@ -30,6 +55,10 @@ class Tape(list):
         return "\n".join(lines)
 
     __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        rows, total = self._rows()
+        return html_table(rows) + f"<p>{len(self)} ops, {fmt_bytes(total)} saved for backward</p>"
 
 
 def _fmt_info(info) -> str:

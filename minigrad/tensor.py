@@ -79,6 +79,7 @@ def _to_array(data, dtype=None, device=None, op="tensor"):
         arr = np.asarray(data)
     else:
         if isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat_items(data)):
+            _refuse_graph_copy(data, op)
             data = _tensors_to_lists(data)
         try:
             arr = np.asarray(data)
@@ -110,12 +111,59 @@ def _flat_items(data):
             yield d
 
 
+def _refuse_graph_copy(data, op):
+    """A list of Tensors that require grad would be copied without its graph: refuse, say mg.stack."""
+    for e in _flat_items(data):
+        if isinstance(e, Tensor) and e.requires_grad:
+            raise TypeError(
+                f"{op}: the list holds a Tensor of shape {e.shape} that requires grad; copying it into a new "
+                "tensor would drop its graph (no gradient would flow back). Use mg.stack([...]) to keep the "
+                "graph, or detach the elements first ([t.detach() for t in ...]) for a constant"
+            )
+
+
 def _tensors_to_lists(data):
     if isinstance(data, Tensor):
         return _be.to_numpy(data.data)
     if isinstance(data, (list, tuple)):
         return [_tensors_to_lists(d) for d in data]
     return data
+
+
+class _Size(int):
+    """``t.size``: an int, NumPy's element count, that also answers PyTorch's ``t.size()`` (the
+    shape) and ``t.size(d)`` (dim ``d``, negative counting from the end)."""
+
+    def __new__(cls, n, shape):
+        self = int.__new__(cls, n)
+        self._shape = shape
+        return self
+
+    def __call__(self, dim=None):
+        shape = self._shape
+        if dim is None:
+            return tuple(shape)
+        nd = len(shape)
+        if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"size: dim must be an int, got {type(dim).__name__} {dim!r}")
+        if not -nd <= dim < nd:
+            raise IndexError(f"size: dim {dim} is out of range for a tensor of shape {tuple(shape)} "
+                             f"(valid [{-nd}, {nd - 1}])")
+        return int(shape[dim])
+
+    def __repr__(self):
+        return int.__repr__(self)
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        return int, (int(self),)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        # NumPy takes only an exact int as a weak scalar (an int subclass would make float32 / t.size
+        # float64): hand it the int
+        inputs = tuple(int(v) if isinstance(v, _Size) else v for v in inputs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
 
 
 def _set_grad(t, g):
@@ -164,8 +212,12 @@ class Tensor:
     # read them on every op, and a Python getter would cost a frame each time.
     shape = property(_attr("data.shape"), doc="The shape, a tuple of ints (the array's).")
     ndim = property(_attr("data.ndim"), doc="The number of dimensions.")
-    size = property(_attr("data.size"), doc="NumPy's element count (an attribute; PyTorch's ``size()`` is "
-                                            "``shape``, ``numel()`` this).")
+    @property
+    def size(self) -> "_Size":
+        """NumPy's element count, an int (``t.size == 6``) that PyTorch's habit may also call:
+        ``t.size()`` is the shape and ``t.size(d)`` its dim ``d``, as ``torch.Tensor.size``."""
+        d = self.data
+        return _Size(d.size, d.shape)
 
     def numel(self) -> int:
         """The number of elements (PyTorch's name for ``t.size``)."""

@@ -7,10 +7,11 @@
 #     bash scripts/setup.sh --check dev  # exit 0 if .venv is up to date for [dev], 1 if not
 #
 # Nothing is installed outside the clone: no global or --user packages, no pip cache, and
-# matplotlib's cache goes to .venv/matplotlib (MPLCONFIGDIR, set for the venv's python). The one
-# exception is Graphviz's `dot`, which scripts/install-system-deps.sh installs with apt-get
-# (or brew) where it is missing. A second run is quick: a stamp in .venv/ records a hash of
-# pyproject.toml, this script and the extra, and nothing is reinstalled while it matches.
+# matplotlib's cache goes to .venv/matplotlib (MPLCONFIGDIR, set for the venv's python). The
+# exceptions are Graphviz's `dot` and, for dev, Chromium (the graph page's browser tests), which
+# scripts/install-system-deps.sh installs with apt-get (or brew) where they are missing. A
+# second run is quick: a stamp in .venv/ records a hash of pyproject.toml, this script and
+# the extra, and nothing is reinstalled while it matches.
 #
 # torch (the `torch` extra, for the tests that compare with PyTorch): on Linux without an
 # NVIDIA GPU, only torch's CPU build is installed (PyPI's default Linux wheel pulls gigabytes
@@ -34,6 +35,16 @@ PY="$VENV/bin/python"
 STAMP="$VENV/.minigrad-setup-$extra"
 say() { echo "setup: $*"; }
 
+# Why pip could not install something: its ERROR lines (at most three) from the log it wrote,
+# else the log's last three lines; each printed as "pip: ...".
+pip_why() {
+  local why
+  why=$(grep -E '^(ERROR|error):' "$1" | head -n 3 || true)
+  [ -n "$why" ] || why=$(grep -v '^WARNING: Location' "$1" | tail -n 3 || true)
+  [ -n "$why" ] || why="(pip wrote nothing to $1)"
+  printf '%s\n' "$why" | sed 's/^/pip: /'
+}
+
 venv_ok() { [ -x "$PY" ] && "$PY" -c "import sys" >/dev/null 2>&1 && "$PY" -m pip --version >/dev/null 2>&1; }
 
 # The key of what is installed: pyproject.toml (its extras and pins), this script (how torch
@@ -54,7 +65,7 @@ if [ "$check_only" = 1 ]; then
   if up_to_date; then exit 0; else exit 1; fi
 fi
 
-bash scripts/install-system-deps.sh
+bash scripts/install-system-deps.sh "$extra"
 
 if up_to_date; then
   say ".venv is up to date for [$extra]; nothing to install"
@@ -102,9 +113,12 @@ else
   else
     cpu_index="${MINIGRAD_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
     index_args=()
-    if "$PY" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + '/torch/', timeout=5)" "$cpu_index" >/dev/null 2>&1; then
+    index_note="pip looked on $cpu_index and on its configured indexes"
+    if probe=$("$PY" -c "import sys, urllib.request; urllib.request.urlopen(sys.argv[1] + '/torch/', timeout=5)" "$cpu_index" 2>&1); then
       index_args=(--extra-index-url "$cpu_index")
     else
+      probe=$(printf '%s\n' "$probe" | tail -n 1)
+      index_note="$cpu_index could not be reached (${probe:-no answer}), so pip looked on its configured indexes only"
       say "$cpu_index cannot be reached; looking for torch's CPU build on pip's configured indexes"
     fi
     constraint="$VENV/.torch-cpu-constraint.txt"
@@ -121,7 +135,9 @@ else
       torch_note="torch skipped"
       echo "setup: warning: no CPU build of torch==$torch_pin could be installed (no NVIDIA GPU here, and PyPI's" >&2
       echo "setup: warning: default wheel pulls gigabytes of CUDA libraries), so the tests that compare with torch" >&2
-      echo "setup: warning: will be skipped (pip's account: $attempt_log). To add torch's CPU build:" >&2
+      echo "setup: warning: will be skipped. Why: $index_note, and it said:" >&2
+      pip_why "$attempt_log" | sed 's/^/setup: warning:   /' >&2
+      echo "setup: warning: (pip's whole account: $attempt_log). To add torch's CPU build:" >&2
       echo "setup: warning:   $PY -m pip install torch==$torch_pin --index-url https://download.pytorch.org/whl/cpu" >&2
     fi
   fi

@@ -200,7 +200,7 @@ def test_missing_cupy_is_a_clear_error(monkeypatch):
     t = mg.Tensor(np.ones(2), device="cpu")
     for ask in (lambda: mg.zeros(2, device="cuda"), lambda: t.to("cuda"), lambda: t.cuda(),
                 lambda: mg.tensor([1.0], device="cuda:0"), lambda: mg.set_default_device("cuda")):
-        with pytest.raises(RuntimeError, match=r"needs CuPy.*pip install minigrad\[gpu\]"):
+        with pytest.raises(RuntimeError, match=r"needs CuPy.*bash scripts/setup\.sh gpu.*pip install \"minigrad\[gpu\]\""):
             ask()
     assert mg.get_default_device() == prev
 

@@ -39,11 +39,10 @@ def test_a_float64_batch_into_a_float32_linear_names_both_dtypes():
     assert layer(mg.ones(4, 3)).dtype == np.float32
 
 
-def test_size_is_numpys_count_and_numel_is_pytorchs():
+def test_size_is_numpys_count_and_size_call_is_pytorchs():
     t = mg.zeros(2, 3)
     assert t.size == 6 and t.numel() == 6 and t.shape == (2, 3)
-    with pytest.raises(TypeError):
-        t.size()  # NumPy's attribute, not PyTorch's method: use t.shape
+    assert t.size() == (2, 3) and t.size(1) == 3 and t.size(-2) == 2  # PyTorch's method (API.md)
 
 
 def test_max_over_an_axis_returns_values_and_argmax_the_indices():

@@ -55,8 +55,9 @@ def test_nested_checkpoint_roundtrip(tmp_path):
         "raw": np.arange(6, dtype=np.int32).reshape(2, 3),
         "nan": float("nan"),
     }
-    mg.save(ck, tmp_path / "ck")  # .npz is added
-    back = mg.load(tmp_path / "ck.npz")
+    mg.save(ck, tmp_path / "ck")  # exactly this name (API.md): no .npz is added
+    assert not (tmp_path / "ck.npz").exists()
+    back = mg.load(tmp_path / "ck")
     assert back["epoch"] == 3 and back["loss"] == 0.25 and back["name"] == "mlp"
     assert back["flags"] == [True, None, (1, 2.5)]
     assert isinstance(back["raw"], np.ndarray) and back["raw"].dtype == np.int32

@@ -131,3 +131,25 @@ def test_matplotlib_cache_stays_in_the_venv():
     r = subprocess.run([sys.executable, "-c", "import os; print(os.environ['MPLCONFIGDIR'])"], env=env,
                        capture_output=True, text=True, check=True)
     assert Path(r.stdout.strip()).resolve() == (ROOT / ".venv" / "matplotlib").resolve()
+
+
+def test_setup_says_why_torch_could_not_be_installed(tmp_path):
+    """Where no CPU build of torch can be had, the warning quotes pip's reasons (issue 33)."""
+    if shutil.which("bash") is None or shutil.which("sed") is None:
+        pytest.skip("needs bash and sed")
+    script = (ROOT / "scripts" / "setup.sh").read_text()
+    assert 'will be skipped. Why: $index_note, and it said:' in script
+    assert 'pip_why "$attempt_log"' in script
+    log = tmp_path / "attempt.log"
+    log.write_text("WARNING: Location 'file:///x' is ignored\nLooking in indexes: https://pypi.org/simple\n"
+                   "ERROR: Could not find a version that satisfies the requirement torch==2.13.0+cpu (from versions: "
+                   "none)\nERROR: No matching distribution found for torch==2.13.0+cpu\n")
+    fn = 'source <(sed -n "/^pip_why()/,/^}/p" scripts/setup.sh); pip_why "$1"'
+    r = subprocess.run(["bash", "-c", fn, "bash", str(log)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [
+        "pip: ERROR: Could not find a version that satisfies the requirement torch==2.13.0+cpu (from versions: none)",
+        "pip: ERROR: No matching distribution found for torch==2.13.0+cpu"]
+    log.write_text("WARNING: Location 'file:///x' is ignored\nsomething else went wrong\n")
+    r = subprocess.run(["bash", "-c", fn, "bash", str(log)], cwd=ROOT, capture_output=True, text=True)
+    assert r.stdout.splitlines() == ["pip: something else went wrong"]

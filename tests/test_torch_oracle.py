@@ -95,7 +95,7 @@ def step_reduce(rng, vals):
     if kind == 2:
         return "max", m.max(axis=a, keepdims=k), torch.amax(t, dim=a, keepdim=k)
     if kind == 3:
-        return "min", m.min(dim=a, keepdim=k), torch.amin(t, dim=a, keepdim=k)
+        return "min", m.min(axis=a, keepdims=k), torch.amin(t, dim=a, keepdim=k)  # dim=: the (values, indices) pair
     if kind == 4:
         return "logsumexp", m.logsumexp(axis=a, keepdims=k), torch.logsumexp(t, dim=a, keepdim=k)
     if kind == 5:

@@ -21,6 +21,19 @@ def outdir_of(outdir) -> Path:
     return d
 
 
+def command_line(description: str, options=None):
+    """The parsed command line of a script run by hand: ``--help`` prints ``description`` and
+    every option with its default; ``--out-dir`` (visualize/out) is every script's, ``options``
+    (a function of the parser) adds the script's own."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("--out-dir", default=str(OUT), help="where the files go")
+    if options is not None:
+        options(ap)
+    return ap.parse_args()
+
+
 def draw(t, outdir: Path, stem: str, **kwargs) -> list[Path]:
     """Write ``stem.dot`` always, and ``stem.svg`` where Graphviz's ``dot`` is installed."""
     paths = [mg.viz.save(t, outdir / f"{stem}.dot", **kwargs)]

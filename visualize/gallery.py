@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import HERE, outdir_of  # noqa: E402
+from _common import HERE, command_line, outdir_of  # noqa: E402
 
 IMG = HERE / "img"  # committed copies of a few pictures, which the README shows and links
 # picture in the output folder -> its committed copy in visualize/img/
@@ -127,4 +127,7 @@ def write_index(out: Path, done: dict, failed: dict) -> Path:
 
 
 if __name__ == "__main__":
-    main(readme_picture=bool({"--readme-pictures", "--readme-picture"} & set(sys.argv[1:])))
+    a = command_line("Run every visualize/ script and index the pictures in OUT_DIR/index.html.",
+                     lambda ap: ap.add_argument("--readme-pictures", "--readme-picture", action="store_true",
+                                                help="also copy the README's pictures into visualize/img/"))
+    main(outdir=a.out_dir, readme_picture=a.readme_pictures)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import draw, mg, outdir_of, write_text  # noqa: E402
+from _common import command_line, draw, mg, outdir_of, write_text  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -80,4 +80,5 @@ def main(outdir=None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    main()
+    main(outdir=command_line("Draw a small MLP's loss graph before and after backward; write its tape and profile.")
+         .out_dir)

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import draw, mg, outdir_of, write_text  # noqa: E402
+from _common import command_line, draw, mg, outdir_of, write_text  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -76,4 +76,4 @@ def main(outdir=None) -> list[Path]:
 
 
 if __name__ == "__main__":
-    main()
+    main(outdir=command_line("Draw a sparse sum and einsums after backward: where the gradient flows.").out_dir)

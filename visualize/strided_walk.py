@@ -181,14 +181,15 @@ def _label_moves(ax, w, lo, shape, dim, strides):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description="Draw the strided walk of a sum over one dim.")
-    ap.add_argument("shape", nargs="*", type=int, default=[2, 3, 2, 4], help="the tensor's shape (default 2 3 2 4)")
-    ap.add_argument("--dim", type=int, default=None, help="the dim to sum (default: every dim in turn)")
+    ap = argparse.ArgumentParser(description="Draw the strided walk of a sum over one dim.",
+                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ap.add_argument("shape", nargs="*", type=int, default=[2, 3, 2, 4], help="the tensor's shape")
+    ap.add_argument("--dim", type=int, default=None, help="the dim to sum (None: every dim in turn)")
     ap.add_argument("--strides", type=int, nargs="+", default=None, help="strides in elements (non-contiguous)")
     ap.add_argument("--offset", type=int, default=0, help="buffer index of the first element (with --strides)")
     ap.add_argument("--max-cells", type=int, default=24, help="output cells to draw at most")
     ap.add_argument("--png", action="store_true", help="also draw a picture into visualize/out/ (matplotlib)")
-    ap.add_argument("--out", default=None, help="folder for the picture (default visualize/out); the text is written there too")
+    ap.add_argument("--out", default=None, help="folder for the picture (None: visualize/out); the text is written there too")
     args = ap.parse_args(argv)
     shape = tuple(args.shape)
     dims = range(len(shape)) if args.dim is None else [args.dim]

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import mg, outdir_of  # noqa: E402
+from _common import command_line, mg, outdir_of  # noqa: E402
 
 import numpy as np  # noqa: E402
 
@@ -66,4 +66,6 @@ def main(outdir=None, steps=300) -> list[Path]:
 
 
 if __name__ == "__main__":
-    main()
+    a = command_line("Fit a noisy sine with a small MLP and plain SGD; draw the loss per step (a CSV without "
+                     "matplotlib).", lambda ap: ap.add_argument("--steps", type=int, default=300, help="SGD steps"))
+    main(outdir=a.out_dir, steps=a.steps)

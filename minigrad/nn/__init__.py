@@ -12,12 +12,19 @@ from __future__ import annotations
 from . import functional, init
 from .module import Module, Parameter, StateDictError  # module.py: Module, Parameter, state dicts
 from .layers import (  # layers.py: the containers and the basic layers
-    Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ModuleList, ReLU, Sequential, Sigmoid, Tanh,
+    ELU, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear, ModuleDict, ModuleList, ParameterList,
+    ReLU, Sequential, Sigmoid, Softplus, Tanh,
+)
+from .losses import (  # losses.py: the loss modules (their functions are in functional)
+    BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
 )
 
 __all__ = [
-    "Parameter", "Module", "Linear", "Sequential", "ModuleList", "Identity", "Flatten", "ReLU", "Tanh",
-    "Sigmoid", "Embedding", "Dropout", "LayerNorm", "StateDictError", "functional", "init",
+    "Parameter", "Module", "Linear", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "Identity",
+    "Flatten", "ReLU", "Tanh", "Sigmoid", "LeakyReLU", "ELU", "Softplus", "Embedding", "Dropout", "LayerNorm",
+    "StateDictError", "functional", "init",
+    "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss", "SmoothL1Loss",
+    "KLDivLoss",
 ]
 
 # convolution, pooling, batch norm and activation layers (layers_conv.py), and nn.utils (issue 22)

@@ -1,5 +1,6 @@
-"""Functional layers and losses: linear, activations, softmax, cross_entropy, mse_loss,
-binary_cross_entropy_with_logits, dropout, layer_norm, embedding.
+"""Functional layers and losses: linear, activations, softmax, the losses (from losses.py:
+cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy(_with_logits), huber_loss,
+smooth_l1_loss, kl_div, one_hot), dropout, layer_norm, embedding.
 
 ``linear``, ``cross_entropy`` and ``binary_cross_entropy_with_logits`` are fused ops: one
 Node each, with a forward and a gradient rule written for the hot path (no temporaries
@@ -16,7 +17,6 @@ from .. import _state
 from .. import backend as _be
 from .. import creation
 from ..ops import linalg as _la
-from ..ops import nn as _nn
 from ..ops import elementwise as _ew
 from ..ops import reduce as _red
 from ..tensor import Tensor
@@ -28,9 +28,9 @@ from .pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_p
 __all__ = [
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy", "nll_loss",
     "mse_loss", "binary_cross_entropy_with_logits", "dropout", "layer_norm", "embedding",
+    "leaky_relu", "elu", "softplus", "l1_loss", "binary_cross_entropy", "huber_loss", "smooth_l1_loss", "kl_div",
+    "one_hot",
 ]
-
-_REDUCTIONS = ("mean", "sum", "none")
 
 
 def _t(x, op):
@@ -41,14 +41,29 @@ def _t(x, op):
     return Tensor(x)
 
 
-def _check_reduction(reduction, op):
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{op}: reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-
-
 # -- linear -----------------------------------------------------------------------------
 
-linear = _la.linear
+
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias`` as one op (PyTorch's layout: ``weight`` is (out, in)).
+
+    The input must be floating-point like the weight: an integer batch (class labels, pixel
+    counts read as int64) is refused, as PyTorch refuses it, instead of silently giving float64.
+
+    >>> F.linear(mg.ones(2, 3), mg.ones(4, 3)).shape
+    (2, 4)
+    """
+    xd = getattr(x, "data", x)
+    dt = getattr(xd, "dtype", None)
+    if dt is not None and dt.kind in "iub":
+        wdt = getattr(getattr(weight, "data", weight), "dtype", "float32")
+        raise TypeError(f"linear: input dtype {dt} is not floating-point (the weight is {wdt}); convert the "
+                        f"batch first: x.astype({_dtype_name(wdt)}) (PyTorch: x.float())")
+    return _la.linear(x, weight, bias)
+
+
+def _dtype_name(dt):
+    return f"mg.{np.dtype(dt).name}" if np.dtype(dt).kind == "f" else "mg.float32"
 
 
 # -- activations ---------------------------------------------------------------------------
@@ -58,6 +73,41 @@ linear = _la.linear
 relu = _ew.relu
 tanh = _ew.tanh
 sigmoid = _ew.sigmoid
+
+
+def leaky_relu(x, negative_slope: float = 0.01):
+    """``x`` where ``x > 0``, else ``negative_slope * x``; PyTorch's ``F.leaky_relu``.
+
+    >>> F.leaky_relu(mg.tensor([-2.0, 3.0])).tolist()
+    [-0.02, 3.0]
+    """
+    x = _t(x, "leaky_relu")
+    return _ew.where(x > 0, x, x * negative_slope)
+
+
+def elu(x, alpha: float = 1.0):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``; PyTorch's ``F.elu``.
+
+    >>> round(F.elu(mg.tensor([-1.0])).item(), 4)
+    -0.6321
+    """
+    x = _t(x, "elu")
+    pos = x > 0
+    # exp of the negative side only: a large positive x never overflows in the branch not taken
+    return _ew.where(pos, x, (_ew.where(pos, 0.0, x).exp() - 1.0) * alpha)
+
+
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``
+    (PyTorch's ``F.softplus``, its formula and its threshold).
+
+    >>> round(F.softplus(mg.tensor([0.0])).item(), 4)
+    0.6931
+    """
+    x = _t(x, "softplus")
+    bx = x * beta
+    big = bx > threshold
+    return _ew.where(big, x, _ew.where(big, 0.0, bx).exp().log1p() / beta)
 
 
 def softmax(x, dim=-1):
@@ -70,140 +120,12 @@ def log_softmax(x, dim=-1):
     return _red.log_softmax(_t(x, "log_softmax"), dim)
 
 
-# -- cross entropy ---------------------------------------------------------------------------
+# -- losses (losses.py) -----------------------------------------------------------------------
 
-
-_UNSIGNED = {k: np.dtype(f"u{k}") for k in (1, 2, 4, 8)}
-
-
-def _targets(target, n, c, op, xd):
-    """Integer class indices as a backend int array, checked against ``c`` classes."""
-    td = target.data if isinstance(target, Tensor) else target
-    if td.__class__ is not np.ndarray and isinstance(td, (list, tuple, numbers.Integral)):
-        td = np.asarray(td)
-    if not hasattr(td, "dtype") or td.dtype.kind not in "iu":
-        kind = getattr(td, "dtype", type(td).__name__)
-        raise TypeError(
-            f"{op}: target must hold integer class indices, got {kind}; for probabilities "
-            "or one-hot targets use -(target * log_softmax(input)).sum(-1)"
-        )
-    if tuple(td.shape) != (n,):
-        raise ValueError(f"{op}: input of shape {tuple(xd.shape)} needs a target of shape ({n},), got {tuple(td.shape)}")
-    if xd.__class__ is np.ndarray or _be.array_module(xd) is np:
-        td = np.asarray(td)
-    elif not _be.is_cupy_array(td):
-        td = _be.to_device(np.asarray(td), _be.device_of(xd))
-    # one pass: viewed as unsigned integers, negative targets are huge too
-    if n and int((td.view(_UNSIGNED[td.dtype.itemsize]) if td.dtype.kind == "i" else td).max()) >= c:
-        lo, hi = int(td.min()), int(td.max())
-        bad = lo if lo < 0 else hi
-        raise IndexError(f"{op}: target {bad} is out of bounds for {c} classes (valid [0, {c - 1}])")
-    return td
-
-
-def cross_entropy(input, target, reduction: str = "mean"):  # noqa: A002 - PyTorch's name
-    """Softmax cross-entropy between logits and integer class targets, as one stable op.
-
-    Args:
-        input: (N, C) logits (or (C,) for one sample; (N, C, d1, ...) moves the class dim last).
-        target: N integer class indices in [0, C) (Tensor, array or list).
-        reduction: 'mean' (default), 'sum' or 'none' (per-sample losses).
-
-    Stable for logits of any size (±1000 gives finite losses and gradients).
-
-    >>> F.cross_entropy(mg.tensor([[1000.0, -1000.0]]), [0]).item()
-    0.0
-    """
-    _check_reduction(reduction, "cross_entropy")
-    x = _t(input, "cross_entropy")
-    if x.data.dtype.kind != "f":
-        raise TypeError(f"cross_entropy: input must be floating-point logits, got dtype {x.data.dtype}")
-    if x.ndim == 1:
-        if isinstance(target, Tensor):
-            t = target.reshape(1)  # a view: it keeps the target's version counter
-        else:
-            t = np.asarray(target).reshape(1) if not _be.is_cupy_array(target) else target.reshape(1)
-        out = cross_entropy(x.reshape(1, -1), t, reduction)
-        return out.reshape(()) if reduction == "none" else out
-    if x.ndim > 2:
-        # (N, C, d1, ...) -> (N * d1 * ..., C), then back for reduction='none'
-        c = x.shape[1]
-        rest = x.shape[2:]
-        perm = (0,) + tuple(range(2, x.ndim)) + (1,)
-        xt = x.permute(*perm).reshape(-1, c)
-        t = target if isinstance(target, Tensor) else np.asarray(target)
-        if tuple(t.shape) != (x.shape[0],) + tuple(rest):
-            raise ValueError(
-                f"cross_entropy: input of shape {x.shape} needs a target of shape {(x.shape[0],) + tuple(rest)}, "
-                f"got {tuple(t.shape)}"
-            )
-        out = cross_entropy(xt, t.reshape(-1), reduction)
-        return out.reshape((x.shape[0],) + tuple(rest)) if reduction == "none" else out
-    if x.ndim != 2:
-        raise ValueError(f"cross_entropy: input must be (N, C) logits, got shape {x.shape}")
-    n, c = x.shape
-    td = _targets(target, n, c, "cross_entropy", x.data)
-    # a target Tensor is saved itself by nll_loss: changing it in place before backward is refused
-    return _nn.cross_entropy_op(x, target if isinstance(target, Tensor) else td, reduction)
-
-
-def nll_loss(input, target, reduction: str = "mean"):  # noqa: A002
-    """Negative log-likelihood of integer targets given log-probabilities (N, C)."""
-    _check_reduction(reduction, "nll_loss")
-    x = _t(input, "nll_loss")
-    if x.ndim != 2:
-        raise ValueError(f"nll_loss: input must be (N, C) log-probabilities, got shape {x.shape}")
-    n, c = x.shape
-    td = _targets(target, n, c, "nll_loss", x.data)
-    return _nn.nll_loss_op(x, target if isinstance(target, Tensor) else td, reduction)
-
-
-def _reduce(v, reduction):
-    if reduction == "mean":
-        return v.mean()
-    if reduction == "sum":
-        return v.sum()
-    return v
-
-
-# -- regression losses -------------------------------------------------------------------------
-
-
-def mse_loss(input, target, reduction: str = "mean"):  # noqa: A002
-    """Mean squared error ``(input - target) ** 2``, reduced by 'mean', 'sum' or 'none'.
-
-    Shapes must match exactly (broadcasting a target is almost always a bug).
-    """
-    _check_reduction(reduction, "mse_loss")
-    x = _t(input, "mse_loss")
-    y = target if isinstance(target, Tensor) else Tensor(target, dtype=x.dtype)
-    if tuple(y.shape) != tuple(x.shape):
-        raise ValueError(
-            f"mse_loss: input of shape {x.shape} and target of shape {y.shape} differ; "
-            "reshape one so they match"
-        )
-    d = x - y
-    return _reduce(d * d, reduction)
-
-
-def binary_cross_entropy_with_logits(input, target, reduction: str = "mean"):  # noqa: A002
-    """Sigmoid + binary cross-entropy in one stable op: ``softplus(x) - x * y``.
-
-    Args:
-        input: logits of any shape.
-        target: probabilities in [0, 1] of the same shape.
-        reduction: 'mean' (default), 'sum' or 'none'.
-    """
-    _check_reduction(reduction, "binary_cross_entropy_with_logits")
-    x = _t(input, "binary_cross_entropy_with_logits")
-    y = target if isinstance(target, Tensor) else Tensor(target, dtype=x.dtype)
-    if tuple(y.shape) != tuple(x.shape):
-        raise ValueError(
-            f"binary_cross_entropy_with_logits: input of shape {x.shape} and target of shape {y.shape} differ"
-        )
-    if y.dtype != x.dtype:
-        y = y.astype(x.dtype)
-    return _nn.bce_op(x, y, reduction)
+from .losses import (  # noqa: E402
+    binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss, mse_loss,
+    nll_loss, one_hot, smooth_l1_loss,
+)
 
 
 # -- regularisation and normalisation ------------------------------------------------------------

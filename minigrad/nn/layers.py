@@ -1,4 +1,5 @@
-"""The containers (``Sequential``, ``ModuleList``) and the basic layers of ``mg.nn``.
+"""The containers (``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``) and the basic
+layers of ``mg.nn``.
 
 Every constructor checks its sizes (positive ints), with a ValueError naming the layer and
 the argument. Convolution, pooling and batch norm are in ``layers_conv.py``.
@@ -14,6 +15,7 @@ import numpy as np
 from .. import creation as _creation
 from . import init
 from . import functional as F
+from ..tensor import Tensor
 from .module import Module, Parameter
 
 
@@ -117,6 +119,137 @@ class ModuleList(Module):
         raise NotImplementedError("ModuleList is a container: iterate over it in your forward()")
 
 
+class ModuleDict(Module):
+    """A dict of modules that registers them by key (``parameters()`` sees their parameters);
+    insertion order is kept. PyTorch's ``nn.ModuleDict``.
+
+    >>> heads = mg.nn.ModuleDict({"cls": mg.nn.Linear(8, 3), "box": mg.nn.Linear(8, 4)})
+    >>> heads["cls"](mg.ones(2, 8)).shape
+    (2, 3)
+    """
+
+    def __init__(self, modules=None):
+        super().__init__()
+        if modules is not None:
+            self.update(modules)
+
+    def __getitem__(self, key: str):
+        if key not in self.__dict__["_module_names"]:
+            raise KeyError(f"ModuleDict: no module {key!r} (keys: {list(self.keys())})")
+        return self.__dict__[key]
+
+    def __setitem__(self, key: str, module) -> None:
+        if not isinstance(module, Module):
+            raise TypeError(f"ModuleDict: {key!r} must be an nn.Module, got {type(module).__name__}")
+        self.add_module(key, module)
+
+    def __delitem__(self, key: str) -> None:
+        self[key]  # noqa: B018 - the KeyError naming the keys
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self.__dict__["_module_names"])
+
+    def __iter__(self):
+        return iter(list(self.__dict__["_module_names"]))
+
+    def __contains__(self, key):
+        return key in self.__dict__["_module_names"]
+
+    def keys(self):
+        """The keys, in insertion order."""
+        return list(self.__dict__["_module_names"])
+
+    def values(self):
+        """The modules, in insertion order."""
+        return [self.__dict__[k] for k in self.keys()]
+
+    def items(self):
+        """(key, module) pairs, in insertion order."""
+        return [(k, self.__dict__[k]) for k in self.keys()]
+
+    def pop(self, key: str):
+        """Remove ``key`` and return its module."""
+        m = self[key]
+        del self[key]
+        return m
+
+    def clear(self) -> None:
+        """Remove every module."""
+        for k in self.keys():
+            del self[k]
+
+    def update(self, modules) -> None:
+        """Add (or replace) modules from a dict, a ModuleDict or (key, module) pairs."""
+        items = modules.items() if hasattr(modules, "items") else modules
+        for k, m in items:
+            self[k] = m
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ModuleDict is a container: pick a module by key in your forward()")
+
+
+class ParameterList(Module):
+    """A list of parameters that registers them (named "0", "1", ...); Tensors given are wrapped in
+    ``Parameter``. PyTorch's ``nn.ParameterList``.
+
+    >>> ps = mg.nn.ParameterList([mg.zeros(2), mg.ones(3)])
+    >>> len(list(ps.parameters())), ps[1].shape
+    (2, (3,))
+    """
+
+    def __init__(self, values=None):
+        super().__init__()
+        if values is not None:
+            self.extend(values)
+
+    @staticmethod
+    def _param(value, i):
+        if isinstance(value, Parameter):
+            return value
+        if isinstance(value, (Tensor, np.ndarray)) or hasattr(value, "__cuda_array_interface__"):
+            return Parameter(value)
+        raise TypeError(f"ParameterList: item {i} must be a Parameter or a Tensor, got {type(value).__name__}")
+
+    def __len__(self):
+        return len(self.__dict__["_param_names"])
+
+    def __iter__(self):
+        return iter([self.__dict__[k] for k in self.__dict__["_param_names"]])
+
+    def __getitem__(self, i):
+        names = list(self.__dict__["_param_names"])
+        if isinstance(i, slice):
+            return ParameterList([self.__dict__[k] for k in names[i]])
+        if not -len(names) <= i < len(names):
+            raise IndexError(f"ParameterList: index {i} is out of range for {len(names)} parameters")
+        return self.__dict__[names[i]]
+
+    def __setitem__(self, i, value) -> None:
+        names = list(self.__dict__["_param_names"])
+        if not -len(names) <= i < len(names):
+            raise IndexError(f"ParameterList: index {i} is out of range for {len(names)} parameters")
+        self.register_parameter(names[i], self._param(value, i))
+
+    def append(self, value):
+        """Add one parameter at the end; returns self."""
+        n = len(self)
+        self.register_parameter(str(n), self._param(value, n))
+        return self
+
+    def extend(self, values):
+        """Add each of ``values``; returns self."""
+        for v in values:
+            self.append(v)
+        return self
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ParameterList is a container: use its parameters in your forward()")
+
+    def extra_repr(self):
+        return "\n".join(f"({i}): Parameter of shape {p.shape}, dtype {p.dtype}" for i, p in enumerate(self))
+
+
 # -- layers -------------------------------------------------------------------------------------------------
 
 
@@ -195,6 +328,49 @@ class Sigmoid(Module):
 
     def forward(self, x):
         return F.sigmoid(x)
+
+
+class LeakyReLU(Module):
+    """``x`` where ``x > 0``, else ``negative_slope * x`` (``F.leaky_relu``)."""
+
+    def __init__(self, negative_slope: float = 0.01):
+        super().__init__()
+        self.negative_slope = float(negative_slope)
+
+    def forward(self, x):
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}"
+
+
+class ELU(Module):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)`` (``F.elu``)."""
+
+    def __init__(self, alpha: float = 1.0):
+        super().__init__()
+        self.alpha = float(alpha)
+
+    def forward(self, x):
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self):
+        return f"alpha={self.alpha}"
+
+
+class Softplus(Module):
+    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (``F.softplus``)."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta = float(beta)
+        self.threshold = float(threshold)
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Embedding(Module):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import numbers
+from collections import namedtuple
 
 import numpy as np
 
@@ -213,15 +214,31 @@ def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG)
     return m
 
 
-def _ddof(ddof, correction):
-    return ddof if correction is None else correction
+def _ddof(ddof, correction, dim, keepdim, op):
+    """The correction of a var/std call: PyTorch's keywords (dim=, keepdim=) default to PyTorch's
+    correction 1, NumPy's spelling (axis=, positional, none) to NumPy's ddof 0."""
+    if ddof is not NOARG and correction is not None:
+        raise TypeError(f"{op}: got both ddof={ddof!r} and correction={correction!r}; give one")
+    if correction is not None:
+        return correction
+    if ddof is not NOARG:
+        return ddof
+    return 1 if dim is not NOARG or keepdim is not NOARG else 0
 
 
 @composite("var", method="var", kind="reduce", numpy=(np.var,),
            samples=lambda rng: [Sample(rng.standard_normal((3, 4)), 1), Sample(rng.standard_normal((3, 4)), ddof=1)])
 @named("var")
-def var(x, axis=NOARG, keepdims=NOARG, ddof=0, *, dim=NOARG, keepdim=NOARG, correction=None):
-    """Variance over the given axes; ``ddof`` (or PyTorch's ``correction``) as in NumPy (default 0)."""
+def var(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, correction=None):
+    """Variance over the given axes, divided by ``count - ddof`` (PyTorch: ``correction``).
+
+    The spelling picks the default: NumPy's (``axis=``, a positional axis, no keywords) gives
+    NumPy's ``ddof=0``; PyTorch's (``dim=``, ``keepdim=``) gives PyTorch's ``correction=1``.
+
+    >>> mg.tensor([1.0, 3.0]).var(axis=0).item(), mg.tensor([1.0, 3.0]).var(dim=0).item()
+    (1.0, 2.0)
+    """
+    corr = _ddof(ddof, correction, dim, keepdim, "var")
     axis = pick("axis", axis, "dim", dim, None, "var")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "var"))
     x = _t(x, "var")
@@ -230,7 +247,7 @@ def var(x, axis=NOARG, keepdims=NOARG, ddof=0, *, dim=NOARG, keepdim=NOARG, corr
     for a in axes:
         count *= x.shape[a]
     d = x - mean(x, axes, True)
-    return sum(d * d, axes, keepdims) / builtins.max(count - _ddof(ddof, correction), 0)
+    return sum(d * d, axes, keepdims) / builtins.max(count - corr, 0)
 
 
 def _std_rule(ctx, g, axes, keepdims, ddof):
@@ -259,16 +276,18 @@ STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddo
 
 @public(STD, method="std", numpy=(np.std,))
 @named("std")
-def std(x, axis=NOARG, keepdims=NOARG, ddof=0, *, dim=NOARG, keepdim=NOARG, correction=None):
-    """Standard deviation over the given axes (``ddof`` / ``correction`` as in ``var``).
+def std(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, correction=None):
+    """Standard deviation over the given axes (``ddof`` / ``correction`` as in ``var``: NumPy's
+    spelling defaults to ``ddof=0``, PyTorch's ``dim=`` / ``keepdim=`` to ``correction=1``).
 
     The gradient is 0 where the standard deviation is 0 (a constant input), as in PyTorch.
     """
+    corr = _ddof(ddof, correction, dim, keepdim, "std")
     axis = pick("axis", axis, "dim", dim, None, "std")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "std"))
     x = _t(x, "std")
     axes = normalize_axis(axis, x.ndim, "std")
-    return apply(STD, x, axes=axes, keepdims=keepdims, ddof=_ddof(ddof, correction))
+    return apply(STD, x, axes=axes, keepdims=keepdims, ddof=corr)
 
 
 # -- max / min ------------------------------------------------------------------------------
@@ -295,21 +314,30 @@ def _extreme_op(name, numpy_fn):
                info=_axes_info,
                torch=lambda th, x, axes, keepdims: getattr(th, "amax" if name == "max" else "amin")(x, axes, keepdims))
 
+    pair = namedtuple(name, ["values", "indices"])  # PyTorch's torch.return_types.max / min
+
     def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
         axis = pick("axis", axis, "dim", dim, None, name)
         keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, name))
         x = _t(x, name)
         xd = x.data
+        if dim is not NOARG and dim is not None and not isinstance(dim, numbers.Integral):
+            raise TypeError(f"{name}: dim= takes one int and returns PyTorch's (values, indices), got dim={dim!r}; "
+                            f"for several axes write {name}(axis={dim!r}) (values only)")
         axes = normalize_axis(axis, xd.ndim, name)
         if xd.size == 0 and any(xd.shape[a] == 0 for a in axes):
             raise ValueError(f"{name}: zero-size reduction over axes {axes} of shape {xd.shape} has no identity")
-        if not axes:
-            return x.clone()
-        return apply(op, x, axes=axes, keepdims=keepdims)
+        values = x.clone() if not axes else apply(op, x, axes=axes, keepdims=keepdims)
+        if dim is NOARG or dim is None:
+            return values
+        # PyTorch's spelling, PyTorch's result: the named pair (values, indices)
+        return pair(values, (argmax if name == "max" else argmin)(x, axis=axes[0], keepdims=keepdims))
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"{'Maximum' if name == 'max' else 'Minimum'} over the given axes (values only, not indices: "
-                  f"see arg{name}); the gradient is split evenly among ties.")
+    fn.__doc__ = (f"{'Maximum' if name == 'max' else 'Minimum'} over the given axes; the gradient is split evenly "
+                  f"among ties.\n\nNumPy's spelling (``axis=``, a positional axis) returns the values; PyTorch's "
+                  f"``dim=`` (one int) returns PyTorch's named pair ``(values, indices)``.\n\n"
+                  f">>> values, indices = mg.tensor([[1.0, 5.0], [7.0, 2.0]]).{name}(dim=1)")
     return public(op, method=name, numpy=numpy_fn)(named(name)(fn))
 
 

@@ -252,7 +252,7 @@ def setitem(t, idx, value):
         sel_shape = tuple(t.data[cidx].shape)
     except IndexError as e:
         raise IndexError(f"setitem: {e} (tensor shape {t.shape})") from None
-    vshape = tuple(getattr(getattr(value, "data", value), "shape", ()))
+    vshape = tuple(getattr(value, "shape", ()))  # a Tensor's or an array's (a CuPy array's .data is its memory)
     stripped = _strip_ones(vshape, len(sel_shape))
     try:
         if len(stripped) > len(sel_shape) or np.broadcast_shapes(stripped, sel_shape) != sel_shape:
@@ -262,6 +262,8 @@ def setitem(t, idx, value):
             f"setitem: a value of shape {vshape} cannot be broadcast to the indexed region {fmt_index(cidx)} "
             f"of shape {sel_shape} (tensor shape {t.shape})"
         ) from None
+    if stripped != vshape:  # w[-1] = mg.tensor([5.]): one element into one slot, as NumPy's and PyTorch's setitem
+        value = value.reshape(stripped)
     template, args = split_index(idx, cidx)
     out = write(t, SETITEM, op, (*args, value), {"template": template, "sel_shape": sel_shape, "vshape": stripped},
                 check=False)

@@ -1,5 +1,6 @@
-"""Optimizers: SGD (momentum, dampening, Nesterov, weight decay), Adam, AdamW; learning-rate
-schedules in ``mg.optim.lr_scheduler`` (also here: ``mg.optim.StepLR``, ``CosineAnnealingLR``).
+"""Optimizers: SGD (momentum, dampening, Nesterov, weight decay), Adam, AdamW, RMSprop, Adagrad;
+learning-rate schedules in ``mg.optim.lr_scheduler`` (also here: ``mg.optim.StepLR``,
+``CosineAnnealingLR``, ``ReduceLROnPlateau``, ``OneCycleLR``...).
 
 Each update follows PyTorch's formulas operation for operation (float64 results agree to
 ~1e-16). Updates are array operations (nothing records them) that write each parameter's own array in place
@@ -14,11 +15,15 @@ import math
 
 from .. import backend as _be
 from . import lr_scheduler
-from .lr_scheduler import CosineAnnealingLR, ExponentialLR, LambdaLR, LRScheduler, StepLR
+from .lr_scheduler import (
+    CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, LRScheduler, MultiStepLR, OneCycleLR, ReduceLROnPlateau,
+    StepLR,
+)
 from .optimizer import Optimizer, _grad_array
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "lr_scheduler", "LRScheduler", "StepLR", "CosineAnnealingLR",
-           "ExponentialLR", "LambdaLR"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler", "LRScheduler", "StepLR",
+           "CosineAnnealingLR", "ExponentialLR", "LambdaLR", "MultiStepLR", "LinearLR", "OneCycleLR",
+           "ReduceLROnPlateau"]
 
 
 class SGD(Optimizer):
@@ -157,3 +162,114 @@ class AdamW(Adam):
                  amsgrad: bool = False, maximize: bool = False):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, maximize)
 
+
+
+class RMSprop(Optimizer):
+    """RMSprop, PyTorch's update: ``g = grad + weight_decay * p``;
+    ``v = alpha * v + (1 - alpha) * g^2``; centered: ``m = lerp(m, g, 1 - alpha)`` and
+    ``avg = sqrt(v - m^2) + eps``, else ``avg = sqrt(v) + eps``; with momentum
+    ``buf = momentum * buf + g / avg``, ``p -= lr * buf``, else ``p -= lr * g / avg``.
+
+    >>> opt = mg.optim.RMSprop(model.parameters(), lr=0.01, momentum=0.9, centered=True)
+    """
+
+    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8, weight_decay: float = 0.0,
+                 momentum: float = 0.0, centered: bool = False, maximize: bool = False):
+        for name, v in (("eps", eps), ("momentum", momentum), ("weight_decay", weight_decay), ("alpha", alpha)):
+            if not v >= 0.0:
+                raise ValueError(f"RMSprop: invalid {name} {v} (must be >= 0)")
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
+                                      centered=centered, maximize=maximize))
+
+    def _update(self):
+        """One RMSprop update of every parameter that has a gradient (arrays only: nothing records)."""
+        for group in self.param_groups:
+            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            wd, momentum = group["weight_decay"], group["momentum"]
+            for p in group["params"]:
+                g = _grad_array(p)
+                if g is None:
+                    continue
+                d = p.data
+                xp = _be.array_module(d)
+                if group["maximize"]:
+                    g = -g
+                st = self.state.get(p)
+                if st is None:
+                    st = self.state[p] = {"step": 0, "square_avg": xp.zeros_like(d)}
+                    if momentum > 0:
+                        st["momentum_buffer"] = xp.zeros_like(d)
+                    if group["centered"]:
+                        st["grad_avg"] = xp.zeros_like(d)
+                st["step"] += 1
+                if wd != 0:
+                    g = g + wd * d
+                v = st["square_avg"]
+                v *= alpha
+                v += (1 - alpha) * (g * g)
+                if group["centered"]:
+                    m = st["grad_avg"]
+                    _lerp(m, g, 1 - alpha)
+                    avg = xp.sqrt(v - m * m)
+                else:
+                    avg = xp.sqrt(v)
+                avg += eps
+                if momentum > 0:
+                    buf = st["momentum_buffer"]
+                    buf *= momentum
+                    buf += g / avg
+                    d -= lr * buf
+                else:
+                    d -= lr * (g / avg)
+                p._ver[0] += 1
+
+
+def _lerp(m, g, w):
+    """``m.lerp_(g, w)`` in place, as PyTorch computes it (two formulas, split at w = 0.5)."""
+    if w < 0.5:
+        m += w * (g - m)
+    else:
+        m[...] = g - (g - m) * (1 - w)
+
+
+class Adagrad(Optimizer):
+    """Adagrad, PyTorch's update: ``g = grad + weight_decay * p``;
+    ``clr = lr / (1 + (step - 1) * lr_decay)``; ``sum += g^2``; ``p -= clr * g / (sqrt(sum) + eps)``.
+
+    >>> opt = mg.optim.Adagrad(model.parameters(), lr=0.1)
+    """
+
+    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
+                 initial_accumulator_value: float = 0.0, eps: float = 1e-10, maximize: bool = False):
+        for name, v in (("lr_decay", lr_decay), ("weight_decay", weight_decay),
+                        ("initial_accumulator_value", initial_accumulator_value), ("eps", eps)):
+            if not v >= 0.0:
+                raise ValueError(f"Adagrad: invalid {name} {v} (must be >= 0)")
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, eps=eps, maximize=maximize))
+
+    def _update(self):
+        """One Adagrad update of every parameter that has a gradient (arrays only: nothing records)."""
+        for group in self.param_groups:
+            lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                g = _grad_array(p)
+                if g is None:
+                    continue
+                d = p.data
+                xp = _be.array_module(d)
+                if group["maximize"]:
+                    g = -g
+                st = self.state.get(p)
+                if st is None:
+                    st = self.state[p] = {"step": 0, "sum": xp.full_like(d, group["initial_accumulator_value"])}
+                st["step"] += 1
+                if wd != 0:
+                    g = g + wd * d
+                clr = lr / (1 + (st["step"] - 1) * group["lr_decay"])
+                s = st["sum"]
+                s += g * g
+                std = xp.sqrt(s)
+                std += eps
+                d -= clr * (g / std)
+                p._ver[0] += 1

@@ -42,6 +42,14 @@ Following a gradient:
   the threshold line; zero gradients get a red marker at the bottom. Returns
   the figure; ``path=`` saves it.
 
+The graph page:
+
+* ``html(t, path=None, params=None)``: one self-contained HTML file (no network, no ``dot``:
+  the layout library, dagre, is inside it) that a browser opens to zoom, pan, search, fold
+  and unfold modules, chains and repeated blocks, and click an op for its shapes, dtypes,
+  ``file:line``, value and gradient summaries, saved bytes and profile times. Also from a
+  profile or a compiled step's ``step.tape()``; a Jupyter cell shows it inline.
+
 Nothing here is cached: the graph is read once and only text is kept.
 
 The package, in pipeline order: ``_read`` (everything read of the engine: Nodes,
@@ -49,16 +57,17 @@ the tape walk, how ops are classified), ``_graph`` (the graph as plain lists;
 names, modules, chains, paths), ``_labels`` and ``_style`` (what nodes say and
 look like), ``_gradcolor`` (``color_by="grad"``), ``_build`` (units, nodes,
 edges, text), ``_render`` (``dot_source``, ``graph``, ``save``), ``_flow``
-(``grad_flow``).
+(``grad_flow``); for the page, ``_page`` (its data and folds) and ``_html`` (the file).
 """
 from __future__ import annotations
 
 import shutil  # noqa: F401  (mg.viz.shutil: tests swap shutil.which through it to hide `dot`)
 
 from ._flow import grad_flow
+from ._html import GraphPage, html
 from ._render import INSTALL_HINT, GraphvizNotFoundError, dot_source, graph, save
 from ._style import FANOUT
 
 GraphvizNotFoundError.__module__ = __name__
 
-__all__ = ["graph", "dot_source", "save", "grad_flow", "GraphvizNotFoundError", "INSTALL_HINT", "FANOUT"]
+__all__ = ["graph", "dot_source", "save", "grad_flow", "html", "GraphPage", "GraphvizNotFoundError", "INSTALL_HINT", "FANOUT"]

@@ -84,13 +84,34 @@ def grad_flow(params, path=None, threshold: float | None = 10.0, title: str | No
         ) from e
     named = _named(params)
     stats = [grad_stats(getattr(p, "grad", None)) for _, p in named]
-    fig = Figure(figsize=(max(6.0, 0.35 * len(named) + 2.0), 4.5), layout="constrained")
+    fig = _figure_class(Figure)(figsize=(max(6.0, 0.35 * len(named) + 2.0), 4.5), layout="constrained")
     ax = fig.add_subplot()
     _draw_flow(ax, [n for n, _ in named], stats, threshold)
     ax.set_title(title or "gradient flow: |grad| per parameter")
     if path is not None:
         fig.savefig(Path(path), dpi=120)
     return fig
+
+
+_FIGURE = None  # the Figure subclass, made on first use (matplotlib is optional)
+
+
+def _figure_class(Figure):
+    """matplotlib's Figure with ``_repr_png_``: a notebook shows it without ``%matplotlib inline``
+    (a Figure made outside pyplot has no display formatter until pyplot's inline backend loads)."""
+    global _FIGURE
+    if _FIGURE is None:
+        class FlowFigure(Figure):
+            def _repr_png_(self) -> bytes:
+                import io
+
+                buf = io.BytesIO()
+                self.savefig(buf, format="png", dpi=100)
+                return buf.getvalue()
+
+        FlowFigure.__module__ = "minigrad.viz"
+        _FIGURE = FlowFigure
+    return _FIGURE
 
 
 def _draw_flow(ax, names, stats, threshold) -> None:

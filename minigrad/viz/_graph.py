@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ._labels import module_of
-from ._read import collect, root_of
+from ._read import collect, is_node, root_of
 
 
 class Graph:
@@ -14,11 +14,12 @@ class Graph:
     ``ops``: the ops in the order they ran. ``ins[i]``: (input index, source) per recorded
     input of op ``i``, source ``("n", pos, output index)`` or ``("l", leaf#)``.
     ``leaves``: leaf tensors in first-use order. ``roots``: (tensor, pos or None, output
-    index). ``consumers[i]``: how many drawn inputs (and roots) op ``i`` feeds.
+    index). ``consumers[i]``: how many drawn inputs (and roots) op ``i`` feeds. A root may
+    also be a Node (the graph page draws a profile's ops that way).
     """
 
     def __init__(self, roots):
-        found = [(r, *root_of(r)) for r in roots]
+        found = [(r, r, 0) if is_node(r) else (r, *root_of(r)) for r in roots]
         self.ops = collect([n for _, n, _ in found if n is not None])
         self.pos = pos = self.ops.position()
         self.roots = [(r, None if n is None else pos[id(n)], k) for r, n, k in found]

@@ -13,6 +13,10 @@ the op registry):
   ``node.op``, ``.parents``, ``.meta``, ``.out_meta``, ``.info``, ``.consts``,
   ``.n_out``, ``.seq``, and on demand ``.freed``, ``.saved_bytes``, ``.retain``.
 * ``fmt_bytes(n)``: byte counts the way the tape prints them.
+* for the graph page (``mg.viz.html``): ``is_node(x)``, ``Op.where`` (the user's ``file:line``,
+  recorded in anomaly mode), ``Op.out_array()`` and ``Op.saved_tensors()`` (values the rule kept),
+  ``fmt_where``, ``is_profile(x)`` / ``profile_nodes(p)`` (a profile's Nodes, timings and
+  ``file:line``), ``is_program(x)`` / ``program_parts(x)`` (a compiled step's ``step.tape()``).
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import functools
 
 from .. import backward as _bw
 from .. import engine as _ag
+from ..anomaly import fmt_where as _fmt_where
 from ..ops import registry
 from ..tape import fmt_bytes as _fmt_bytes
 
@@ -69,6 +74,34 @@ def collect(nodes) -> Ops:
 
 
 fmt_bytes = _fmt_bytes
+fmt_where = _fmt_where
+
+
+def is_node(x) -> bool:
+    """Whether ``x`` is a recorded op (a Node of ``mg.autograd.tape(t)``)."""
+    return type(x) is _ag.Node
+
+
+def is_profile(x) -> bool:
+    """Whether ``x`` is a ``mg.autograd.profile()`` result."""
+    return getattr(x, "is_profile", False) is True and callable(getattr(x, "nodes", None))
+
+
+def profile_nodes(p) -> list[tuple]:
+    """(node, forward s, backward s, (file, line) or None) per live op the profile recorded."""
+    return p.nodes()
+
+
+def is_program(x) -> bool:
+    """Whether ``x`` is a compiled step's program (``step.tape()``)."""
+    return callable(getattr(x, "dot_parts", None)) and hasattr(x, "_steps") and not hasattr(x, "_node")
+
+
+def program_parts(x) -> dict:
+    """A compiled program as plain data: name, inputs, live tensors (name -> tensor), listing
+    lines, steps ((op name, registers made, names read) each) and the registers returned."""
+    return {"name": x.name, "inputs": tuple(x.inputs), "live": {n: x._tensors[n] for n in x.live},
+            "lines": tuple(x.lines), "steps": list(x._steps), "returns": list(x._ret_regs)}
 
 
 class Op:
@@ -88,6 +121,17 @@ class Op:
     seq = property(lambda self: self.node.seq, doc="creation order")
     freed = property(lambda self: bool(self.node.freed), doc="saved arrays released after backward")
     saved_bytes = property(lambda self: self.node.saved_bytes, doc="bytes saved for backward")
+    where = property(lambda self: self.node.__dict__.get("where"), doc="(file, line) in anomaly mode, else None")
+
+    def out_array(self):
+        """The output's array when the rule kept it (and backward has not released it), else None."""
+        return None if self.node.freed else self.node._out
+
+    def saved_tensors(self) -> list:
+        """The Tensors the rule kept (its inputs, mostly), until backward releases them."""
+        if self.node.freed:
+            return []
+        return [s for s in self.node.saved if hasattr(s, "_node")]
 
     def inputs(self) -> list:
         """Per recorded input: (input index, producer, output index, is_node); constants skipped."""

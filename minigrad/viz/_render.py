@@ -75,7 +75,8 @@ def graph(t, rankdir: str = "TB", show_tensors: bool = True, collapse_modules: b
     Needs the ``graphviz`` Python package (``pip install graphviz``, or minigrad's
     ``viz`` extra); rendering it (``.render()``, ``.pipe()``, Jupyter display) needs
     the Graphviz ``dot`` program, and raises ``GraphvizNotFoundError`` saying how to
-    install it where that is missing.
+    install it where that is missing; a Jupyter cell then shows the graph page
+    (``mg.viz.html``) instead, which needs no ``dot``.
 
     >>> g = mg.viz.graph(loss, params=dict(model.named_parameters()))
     >>> g.render("loss", format="svg")      # or just `g` as a Jupyter cell's value
@@ -94,7 +95,31 @@ def graph(t, rankdir: str = "TB", show_tensors: bool = True, collapse_modules: b
         params=params, title=title, highlight=highlight, color_by=color_by)
     d = _digraph_class(graphviz)(name=name, graph_attr=gattr, node_attr=nattr, edge_attr=eattr)
     d.body.extend(body)
+    d._page = _page_maker(t, params)
     return d
+
+
+def _page_maker(t, params):
+    """A function making the graph page of ``t`` while ``t`` lives (weak references: a drawing
+    keeps no graph alive), or returning None: a notebook's fallback where ``dot`` is missing."""
+    import weakref
+
+    many = isinstance(t, (list, tuple))
+    try:
+        refs = [weakref.ref(x) for x in (t if many else [t])]
+    except TypeError:
+        return lambda: None
+    del t  # the closure below must not hold it
+
+    def make():
+        xs = [r() for r in refs]
+        if any(x is None for x in xs):
+            return None
+        from ._html import html
+
+        return html(xs if many else xs[0], params=params)
+
+    return make
 
 
 _DIGRAPH = None  # the graphviz.Digraph subclass, made on first use (graphviz is optional)
@@ -131,7 +156,12 @@ def _digraph_class(graphviz):
             try:
                 return super()._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
             except (missing, GraphvizNotFoundError):  # pipe() has already turned one into the other
-                return {"text/plain": INSTALL_HINT + "\n\n" + self.source}
+                bundle = {"text/plain": INSTALL_HINT + "\n\n" + self.source}
+                make = getattr(self, "_page", None)
+                page = make() if make is not None else None
+                if page is not None:  # the graph page needs no dot: show it instead
+                    bundle["text/html"] = page._repr_html_()
+                return bundle
 
     Digraph.__module__ = "minigrad.viz"
     _DIGRAPH = Digraph
