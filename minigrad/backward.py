@@ -3,8 +3,8 @@
 Backward collects the Nodes reachable from its roots with an explicit stack, orders them by
 creation (a Node always runs after its inputs' Nodes), and walks them in reverse, calling each
 Node's rule (``engine.Op.rule``). No Python recursion anywhere, and Nodes never point at their
-output Tensor, so a graph dies with its output. In a first-order pass the thread's recording
-is off, so the Tensor ops rules call record nothing and gradients add up as plain arrays.
+output Tensor, so a graph dies with its output. In a first-order pass rules run on backend
+arrays and gradients add up as plain arrays; with ``create_graph`` they run on Tensors and record.
 """
 from __future__ import annotations
 

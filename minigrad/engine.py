@@ -2,13 +2,11 @@
 and the backward engine.
 
 An op is its forward over backend arrays, ``forward(xp, *arrays, **params)``, beside its
-gradient rule, ``rule(ctx, g, **params) -> one gradient per input``. A rule always sees
-Tensors: ``g``, ``ctx.saved`` (the inputs it asked to keep) and ``ctx.out`` (the output).
-In a first-order backward the engine turns recording off, so the Tensor ops a rule calls
-cost one array operation each and record nothing; with ``create_graph=True`` the very same
-code records a new graph, which is how second derivatives come for free. A rule cannot
-silently drop out of the graph by calling a NumPy function on an array: it never holds one
-(``ctx.aux`` excepted: constants the forward computed, such as masks and indices).
+gradient rule, ``rule(ctx, g, **params) -> one gradient per input``, written once in the
+array API (operators, array methods and ``ctx.xp``): ``g``, ``ctx.saved`` (the inputs it
+asked to keep) and ``ctx.out`` (the output) are backend arrays in a first-order backward,
+and Tensors when a higher derivative is taken, so the same text records a new graph
+(see "what a rule calls" below, and docs/architecture.md).
 
 ``apply(op, *args, **params)`` runs the forward, wraps the result, and records a Node when
 this thread records (``minigrad._state``) and an input requires grad. Every op goes
@@ -113,7 +111,7 @@ class Op:
 class Node:
     """One recorded operation: what backward needs to send gradients to its inputs.
 
-    The rule's ``ctx``: ``saved`` (Tensors), ``out``, ``aux``, ``needs_input_grad``,
+    On Tensors the Node is the rule's ``ctx``: ``saved`` (Tensors), ``out``, ``aux``, ``needs_input_grad``,
     ``meta`` (per input (shape, dtype), None for an input that needs no gradient).
     """
 

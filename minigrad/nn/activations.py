@@ -17,7 +17,8 @@ from .. import autograd as _ag
 from .. import backend as _be
 from ..tensor import Tensor
 from ..ops._registry import Sample
-from .conv import _r, _t, register
+from ..ops._registry import as_tensor
+from .conv import _r, register
 
 # W. J. Cody's rational approximations of erf / erfc (Math. Comp. 23, 1969; netlib specfun CALERF)
 _ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
@@ -120,7 +121,7 @@ def gelu(x, approximate: str = "none"):
     >>> round(F.gelu(mg.tensor([1.0], dtype="float64")).item(), 6)
     0.841345
     """
-    x = _t(x, "gelu")
+    x = as_tensor(x, "gelu")
     if approximate == "none":
         return x * _NormalCDF.apply(x)
     if approximate == "tanh":
@@ -131,7 +132,7 @@ def gelu(x, approximate: str = "none"):
 
 def silu(x):
     """``x * sigmoid(x)`` (swish), PyTorch's ``F.silu``."""
-    x = _t(x, "silu")
+    x = as_tensor(x, "silu")
     return x * x.sigmoid()
 
 

@@ -31,16 +31,10 @@ from .. import strided as _strided
 from ..ops._registry import Sample, composite
 from ..ops.einsum import einsum
 from ..tensor import Tensor
+from ..ops._registry import as_tensor
 
 __all__ = ["pad", "conv1d", "conv2d", "batch_norm"]
 
-
-def _t(x, op):
-    if isinstance(x, Tensor):
-        return x
-    if hasattr(x, "_sparse_values_for_grad"):
-        raise TypeError(f"{op}: got a sparse tensor; convert it with .to_dense() first")
-    return Tensor(x)
 
 
 def _ntuple(v, n, name, op, minimum=1):
@@ -99,7 +93,7 @@ def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyT
     >>> F.pad(mg.ones(2, 3), (1, 1)).shape
     (2, 5)
     """
-    x = _t(x, "pad")
+    x = as_tensor(x, "pad")
     if mode != "constant":
         raise NotImplementedError(f"pad: only mode='constant' is implemented, got {mode!r}")
     pad = tuple(int(p) for p in pad)
@@ -143,8 +137,8 @@ def _conv_padding(padding, ks, stride, dilation, nd, op):
 
 
 def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
-    x = _t(x, op)
-    weight = _t(weight, op)
+    x = as_tensor(x, op)
+    weight = as_tensor(weight, op)
     if weight.ndim != nd + 2:
         raise ValueError(f"{op}: weight must be {nd + 2}-D (out, in/groups, *kernel), got shape {weight.shape}")
     unbatched = x.ndim == nd + 1
@@ -163,7 +157,7 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
             f"groups={groups}: expected weight (out, {c}/{groups}, *kernel) with out divisible by {groups}"
         )
     if bias is not None:
-        bias = _t(bias, op)
+        bias = as_tensor(bias, op)
         if tuple(bias.shape) != (o,):
             raise ValueError(f"{op}: bias must have shape ({o},), got {bias.shape}")
     stride = _ntuple(stride, nd, "stride", op)
@@ -247,7 +241,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
     >>> F.batch_norm(mg.randn(8, 3), None, None, training=True).shape
     (8, 3)
     """
-    x = _t(x, "batch_norm")
+    x = as_tensor(x, "batch_norm")
     if x.ndim < 2:
         raise ValueError(f"batch_norm: input must be at least 2-D (N, C, ...), got shape {x.shape}")
     c = x.shape[1]

@@ -19,6 +19,7 @@ from .. import creation
 from ..ops import linalg as _la
 from ..ops import elementwise as _ew
 from ..ops import reduce as _red
+from ..ops._registry import as_tensor
 from ..tensor import Tensor
 # convolution, pooling, batch norm and smooth activations live in conv.py, pool.py and activations.py
 from .activations import gelu, silu
@@ -32,13 +33,6 @@ __all__ = [
     "one_hot",
 ]
 
-
-def _t(x, op):
-    if isinstance(x, Tensor):
-        return x
-    if hasattr(x, "_sparse_values_for_grad"):
-        raise TypeError(f"{op}: got a sparse tensor; use mg.sparse.matmul for sparse inputs")
-    return Tensor(x)
 
 
 # -- linear -----------------------------------------------------------------------------
@@ -81,7 +75,7 @@ def leaky_relu(x, negative_slope: float = 0.01):
     >>> F.leaky_relu(mg.tensor([-2.0, 3.0])).tolist()
     [-0.02, 3.0]
     """
-    x = _t(x, "leaky_relu")
+    x = as_tensor(x, "leaky_relu")
     return _ew.where(x > 0, x, x * negative_slope)
 
 
@@ -91,7 +85,7 @@ def elu(x, alpha: float = 1.0):
     >>> round(F.elu(mg.tensor([-1.0])).item(), 4)
     -0.6321
     """
-    x = _t(x, "elu")
+    x = as_tensor(x, "elu")
     pos = x > 0
     # exp of the negative side only: a large positive x never overflows in the branch not taken
     return _ew.where(pos, x, (_ew.where(pos, 0.0, x).exp() - 1.0) * alpha)
@@ -104,7 +98,7 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
     >>> round(F.softplus(mg.tensor([0.0])).item(), 4)
     0.6931
     """
-    x = _t(x, "softplus")
+    x = as_tensor(x, "softplus")
     bx = x * beta
     big = bx > threshold
     return _ew.where(big, x, _ew.where(big, 0.0, bx).exp().log1p() / beta)
@@ -112,12 +106,12 @@ def softplus(x, beta: float = 1.0, threshold: float = 20.0):
 
 def softmax(x, dim=-1):
     """exp(x) / sum(exp(x)) along ``dim`` (default the last), computed stably."""
-    return _red.softmax(_t(x, "softmax"), dim)
+    return _red.softmax(as_tensor(x, "softmax"), dim)
 
 
 def log_softmax(x, dim=-1):
     """x - logsumexp(x) along ``dim`` (default the last), computed stably."""
-    return _red.log_softmax(_t(x, "log_softmax"), dim)
+    return _red.log_softmax(as_tensor(x, "log_softmax"), dim)
 
 
 # -- losses (losses.py) -----------------------------------------------------------------------
@@ -138,7 +132,7 @@ def dropout(x, p: float = 0.5, training: bool = True):
     """
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must be in [0, 1], got {p}")
-    x = _t(x, "dropout")
+    x = as_tensor(x, "dropout")
     if not training or p == 0.0:
         return x
     if p == 1.0:
@@ -157,7 +151,7 @@ def _dropout_mask(shape, p, dtype, device):
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """Normalise over the trailing ``normalized_shape`` dims (biased variance), then scale and shift."""
-    x = _t(x, "layer_norm")
+    x = as_tensor(x, "layer_norm")
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (int(normalized_shape),)
     k = len(normalized_shape)

@@ -24,6 +24,7 @@ from ..ops import nn as _nn
 from ..ops import reduce as _red
 from ..tensor import Tensor
 from .module import Module
+from ..ops._registry import as_tensor
 
 __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
@@ -34,13 +35,6 @@ __all__ = [
 
 _REDUCTIONS = ("mean", "sum", "none")
 
-
-def _t(x, op):
-    if isinstance(x, Tensor):
-        return x
-    if hasattr(x, "_sparse_values_for_grad"):
-        raise TypeError(f"{op}: got a sparse tensor; use mg.sparse.matmul for sparse inputs")
-    return Tensor(x)
 
 
 def _check_reduction(reduction, op, extra=()):
@@ -217,7 +211,7 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     op = "cross_entropy"
     _check_reduction(reduction, op)
     _check_smoothing(label_smoothing, op)
-    x = _t(input, op)
+    x = as_tensor(input, op)
     if x.data.dtype.kind != "f":
         raise TypeError(f"cross_entropy: input must be floating-point logits, got dtype {x.data.dtype}")
     soft = _is_soft(target, x)
@@ -260,7 +254,7 @@ def nll_loss(input, target, weight=None, ignore_index: int = -100, reduction: st
     """
     op = "nll_loss"
     _check_reduction(reduction, op)
-    x = _t(input, op)
+    x = as_tensor(input, op)
     if x.ndim == 1:
         t = target.reshape(1) if isinstance(target, Tensor) else np.asarray(target).reshape(1)
         out = nll_loss(x.reshape(1, -1), t, weight, ignore_index, reduction)
@@ -290,7 +284,7 @@ def mse_loss(input, target, reduction: str = "mean"):  # noqa: A002
     2.5
     """
     _check_reduction(reduction, "mse_loss")
-    x = _t(input, "mse_loss")
+    x = as_tensor(input, "mse_loss")
     d = x - _like(target, x, "mse_loss")
     return _reduce(d * d, reduction)
 
@@ -302,7 +296,7 @@ def l1_loss(input, target, reduction: str = "mean"):  # noqa: A002
     1.5
     """
     _check_reduction(reduction, "l1_loss")
-    x = _t(input, "l1_loss")
+    x = as_tensor(input, "l1_loss")
     return _reduce((x - _like(target, x, "l1_loss")).abs(), reduction)
 
 
@@ -315,7 +309,7 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0):  # n
     _check_reduction(reduction, "huber_loss")
     if not delta > 0:
         raise ValueError(f"huber_loss: delta must be > 0, got {delta}")
-    x = _t(input, "huber_loss")
+    x = as_tensor(input, "huber_loss")
     z = (x - _like(target, x, "huber_loss")).abs()
     return _reduce(_ew.where(z < delta, (z * z) * 0.5, (z - 0.5 * delta) * delta), reduction)
 
@@ -330,7 +324,7 @@ def smooth_l1_loss(input, target, reduction: str = "mean", beta: float = 1.0):  
     _check_reduction(reduction, "smooth_l1_loss")
     if beta < 0:
         raise ValueError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
-    x = _t(input, "smooth_l1_loss")
+    x = as_tensor(input, "smooth_l1_loss")
     z = (x - _like(target, x, "smooth_l1_loss")).abs()
     if beta == 0:
         return _reduce(z, reduction)
@@ -350,7 +344,7 @@ def binary_cross_entropy(input, target, weight=None, reduction: str = "mean"):  
     """
     op = "binary_cross_entropy"
     _check_reduction(reduction, op)
-    x = _t(input, op)
+    x = as_tensor(input, op)
     y = _like(target, x, op)
     xd = x.data
     if xd.size and (bool((xd < 0).any()) or bool((xd > 1).any())):
@@ -398,7 +392,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, reduction: str 
     """
     op = "binary_cross_entropy_with_logits"
     _check_reduction(reduction, op)
-    x = _t(input, op)
+    x = as_tensor(input, op)
     y = _like(target, x, op)
     if weight is None and pos_weight is None:
         return _nn.bce_op(x, y, reduction)
@@ -426,7 +420,7 @@ def kl_div(input, target, reduction: str = "mean", log_target: bool = False):  #
     """
     op = "kl_div"
     _check_reduction(reduction, op, ("batchmean",))
-    x = _t(input, op)
+    x = as_tensor(input, op)
     y = _like(target, x, op)
     if log_target:
         loss = y.exp() * (y - x)

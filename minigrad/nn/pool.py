@@ -21,11 +21,12 @@ from .. import strided as _strided
 from ..ops.shape import stack
 from ..tensor import Tensor
 from ..ops._registry import Sample
-from .conv import _ntuple, _pad, _r, _t, register
+from ..ops._registry import as_tensor
+from .conv import _ntuple, _pad, _r, register
 
 
 def _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode):
-    x = _t(x, op)
+    x = as_tensor(x, op)
     if x.ndim not in (nd + 1, nd + 2):
         raise ValueError(f"{op}: input must be {nd + 1}-D or {nd + 2}-D (N, C, *spatial), got shape {x.shape}")
     if ceil_mode:
@@ -172,7 +173,7 @@ def adaptive_avg_pool2d(x, output_size):
     >>> F.adaptive_avg_pool2d(mg.ones(2, 3, 5, 7), 1).shape
     (2, 3, 1, 1)
     """
-    x = _t(x, "adaptive_avg_pool2d")
+    x = as_tensor(x, "adaptive_avg_pool2d")
     if x.ndim not in (3, 4):
         raise ValueError(f"adaptive_avg_pool2d: input must be 3-D or 4-D, got shape {x.shape}")
     if isinstance(output_size, numbers.Integral) or output_size is None:

@@ -13,6 +13,18 @@ from __future__ import annotations
 
 from ..engine import OPS as _REGISTRY
 from ..engine import Op
+from ..tensor import Tensor
+
+
+def as_tensor(x, op: str) -> Tensor:
+    """``x`` as a Tensor for the public function ``op`` (an array or a number becomes one); a sparse
+    tensor is refused, naming ``op`` (sparse tensors have their own functions)."""
+    if isinstance(x, Tensor):
+        return x
+    if hasattr(x, "_sparse_values_for_grad"):
+        raise TypeError(f"{op}: got a sparse tensor; use mg.sparse's functions (mg.sparse.sum, "
+                        "mg.sparse.matmul) or convert it with .to_dense() first")
+    return Tensor(x)
 
 
 class Sample:

@@ -1,6 +1,7 @@
 """Elementwise ops: arithmetic with NumPy broadcasting, unary math, where, clip, comparisons.
 
-Each op's forward (over backend arrays) sits beside its gradient rule (over Tensors). Binary
+Each op's forward (over backend arrays) sits beside its gradient rule (the array API: arrays
+in first order, Tensors in higher order; docs/architecture.md). Binary
 ops are registered with ``broadcast=True``: their rules return output-shaped gradients and
 the engine sums each back to its input's shape (``sum_to``, the one inverse of
 broadcasting). Masking rules (relu, clip, maximum, where) select with ``where``; they never

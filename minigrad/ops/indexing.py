@@ -15,7 +15,8 @@ from ..engine import apply
 from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, defop, public
-from .shape import _r, _shape_args, _t
+from ._registry import as_tensor
+from .shape import _r, _shape_args
 
 _ARRAY = object()  # where an index array sits in an index template
 
@@ -89,7 +90,7 @@ GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="may
 @public(GETITEM, dunders=("__getitem__",), export=False)
 def getitem(x, idx):
     """``x[idx]`` with basic (a view) and advanced (a copy) indexing; repeated indices accumulate in backward."""
-    x = _t(x, "getitem")
+    x = as_tensor(x, "getitem")
     xd = x.data
     cidx, basic = convert_index(idx)
     if not basic:
@@ -131,7 +132,7 @@ def index_add(shape, idx, values):
     >>> mg.index_add((3,), mg.tensor([0, 2, 0]), mg.tensor([1.0, 2.0, 3.0]))
     tensor([4., 0., 2.])
     """
-    values = _t(values, "index_add")
+    values = as_tensor(values, "index_add")
     shape = _shape_args((shape,) if not isinstance(shape, (tuple, list)) else (tuple(shape),), "index_add")
     cidx, basic = convert_index(idx)
     if not basic:

@@ -14,6 +14,7 @@ from ..engine import apply
 from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
+from ._registry import as_tensor
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
@@ -83,13 +84,6 @@ def result_dtype(dtype, given):
     return None
 
 
-def _t(x, op):
-    if isinstance(x, Tensor):
-        return x
-    if hasattr(x, "_sparse_values_for_grad"):
-        raise TypeError(f"{op}: got a sparse tensor; use mg.sparse.{op} or s.{op}()")
-    return Tensor(x)
-
 
 def _kept(g, shape, axes, keepdims):
     """A reduced gradient (or output) with its reduced axes back as size 1."""
@@ -158,7 +152,7 @@ def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
             axis = None if axis is NOARG else axis
             keepdims = False if keepdims is NOARG else keepdims
         keepdims = bool(keepdims)
-        x = _t(x, "sum")
+        x = as_tensor(x, "sum")
         nd = x.data.ndim
         if axis is None:
             axes = tuple(range(nd))
@@ -180,7 +174,7 @@ def sum_to(x, shape):
     Sums away leading axes and the axes where ``shape`` has size 1; its gradient is
     ``broadcast_to``.
     """
-    x = _t(x, "sum_to")
+    x = as_tensor(x, "sum_to")
     shape = tuple(shape)
     xs = x.shape
     if xs == shape:
@@ -200,7 +194,7 @@ def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG)
     """Arithmetic mean over the given axes (sum's axis rules); ints average to float64."""
     axis = pick("axis", axis, "dim", dim, None, "mean")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "mean"))
-    x = _t(x, "mean")
+    x = as_tensor(x, "mean")
     axes = normalize_axis(axis, x.ndim, "mean")
     count = 1
     for a in axes:
@@ -241,7 +235,7 @@ def var(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, 
     corr = _ddof(ddof, correction, dim, keepdim, "var")
     axis = pick("axis", axis, "dim", dim, None, "var")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "var"))
-    x = _t(x, "var")
+    x = as_tensor(x, "var")
     axes = normalize_axis(axis, x.ndim, "var")
     count = 1
     for a in axes:
@@ -285,7 +279,7 @@ def std(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, 
     corr = _ddof(ddof, correction, dim, keepdim, "std")
     axis = pick("axis", axis, "dim", dim, None, "std")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "std"))
-    x = _t(x, "std")
+    x = as_tensor(x, "std")
     axes = normalize_axis(axis, x.ndim, "std")
     return apply(STD, x, axes=axes, keepdims=keepdims, ddof=corr)
 
@@ -319,7 +313,7 @@ def _extreme_op(name, numpy_fn):
     def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
         axis = pick("axis", axis, "dim", dim, None, name)
         keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, name))
-        x = _t(x, name)
+        x = as_tensor(x, name)
         xd = x.data
         if dim is not NOARG and dim is not None and not isinstance(dim, numbers.Integral):
             raise TypeError(f"{name}: dim= takes one int and returns PyTorch's (values, indices), got dim={dim!r}; "
@@ -355,7 +349,7 @@ def _arg_op(name, numpy_fn):
     def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
         axis = pick("axis", axis, "dim", dim, None, name)
         keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, name))
-        x = _t(x, name)
+        x = as_tensor(x, name)
         if axis is not None:
             if isinstance(axis, (tuple, list)):
                 raise TypeError(f"{name}: axis must be an int or None, got {type(axis).__name__} {axis!r}")
@@ -445,7 +439,7 @@ def logsumexp(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
     """log(sum(exp(x))) over the given axes, computed stably."""
     axis = pick("axis", axis, "dim", dim, None, "logsumexp")
     keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "logsumexp"))
-    x = _t(x, "logsumexp")
+    x = as_tensor(x, "logsumexp")
     return apply(LOGSUMEXP, x, axes=normalize_axis(axis, x.ndim, "logsumexp"), keepdims=keepdims)
 
 
@@ -482,7 +476,7 @@ SOFTMAX = defop("softmax", softmax_forward, _softmax_rule, save_out=True, kind="
 @named("softmax")
 def softmax(x, axis=-1, *, dim=NOARG):
     """exp(x) / sum(exp(x)) along ``axis`` (default the last; a tuple normalises over several), stably."""
-    x = _t(x, "softmax")
+    x = as_tensor(x, "softmax")
     return apply(SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "softmax"))
 
 
@@ -507,6 +501,6 @@ LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out
 @named("log_softmax")
 def log_softmax(x, axis=-1, *, dim=NOARG):
     """x - logsumexp(x) along ``axis`` (default the last; a tuple normalises over several), stably."""
-    x = _t(x, "log_softmax")
+    x = as_tensor(x, "log_softmax")
     return apply(LOG_SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "log_softmax"))
 

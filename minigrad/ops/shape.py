@@ -17,14 +17,8 @@ from ..engine import apply
 from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
+from ._registry import as_tensor
 
-
-def _t(x, op):
-    if isinstance(x, Tensor):
-        return x
-    if hasattr(x, "_sparse_values_for_grad"):
-        raise TypeError(f"{op}: got a sparse tensor; convert it with .to_dense() first")
-    return Tensor(x)
 
 
 def _shape_args(shape, op):
@@ -64,7 +58,7 @@ RESHAPE = defop("reshape", lambda xp, x, shape: x.reshape(shape), lambda ctx, g,
 
 def _do_reshape(op, x, shape):
     try:
-        x = _t(x, op)
+        x = as_tensor(x, op)
         xd = x.data
         shape = _shape_args(shape, op)
         n = 1
@@ -105,7 +99,7 @@ def view(x, *shape):
 @named("flatten")
 def flatten(x, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one (PyTorch's flatten; all dims by default)."""
-    x = _t(x, "flatten")
+    x = as_tensor(x, "flatten")
     nd = x.ndim
     if nd == 0:
         return reshape(x, (1,))
@@ -143,7 +137,7 @@ PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule,
 def permute(x, *dims):
     """Reorder the dims: ``out.shape[i] == x.shape[dims[i]]`` (a view)."""
     try:
-        x = _t(x, "permute")
+        x = as_tensor(x, "permute")
         dims = _shape_args(dims, "permute")
         nd = x.ndim
         if len(dims) != nd:
@@ -162,7 +156,7 @@ def permute(x, *dims):
 def transpose(x, *axes):
     """No args: reverse the dims (NumPy, ``.T``). Two dims: swap them (PyTorch), on
     any ndim. A full permutation, as one tuple or list: as NumPy's ``transpose(axes)``."""
-    x = _t(x, "transpose")
+    x = as_tensor(x, "transpose")
     nd = x.ndim
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         return permute(x, tuple(axes[0]))
@@ -177,7 +171,7 @@ def transpose(x, *axes):
            samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1)])
 def swapaxes(x, a, b):
     """Swap two dims (a view)."""
-    x = _t(x, "swapaxes")
+    x = as_tensor(x, "swapaxes")
     nd = x.ndim
     a, b = _axis(a, nd, "swapaxes"), _axis(b, nd, "swapaxes")
     dims = list(range(nd))
@@ -206,7 +200,7 @@ def matrix_transpose(x):
 @named("squeeze")
 def squeeze(x, axis=None, dim=None):
     """Remove size-1 dims (all of them, or those named; naming a dim of size != 1 is an error)."""
-    x = _t(x, "squeeze")
+    x = as_tensor(x, "squeeze")
     axis = axis if dim is None else dim
     shp = x.shape
     if axis is None:
@@ -224,7 +218,7 @@ def squeeze(x, axis=None, dim=None):
 @composite("unsqueeze", method="unsqueeze", samples=lambda rng: [Sample(_r(rng, 2, 3), -1)])
 def unsqueeze(x, dim):
     """Insert a size-1 dim at ``dim`` (in [-ndim-1, ndim])."""
-    x = _t(x, "unsqueeze")
+    x = as_tensor(x, "unsqueeze")
     nd = x.ndim
     if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, numbers.Integral):
         raise TypeError(f"unsqueeze: dim must be an int, got {dim!r}")
@@ -248,7 +242,7 @@ BROADCAST_TO = defop("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, sha
 def broadcast_to(x, shape):
     """Broadcast to ``shape`` (a read-only view); its gradient is ``sum_to``."""
     try:
-        x = _t(x, "broadcast_to")
+        x = as_tensor(x, "broadcast_to")
         shape = (shape,) if isinstance(shape, numbers.Integral) else _shape_args(tuple(shape), "broadcast_to")
         xd = x.data
         if xd.shape == shape:
@@ -270,7 +264,7 @@ def broadcast_to(x, shape):
 @named("expand")
 def expand(x, *sizes):
     """PyTorch's expand: broadcast to ``sizes``, where -1 keeps that dim."""
-    x = _t(x, "expand")
+    x = as_tensor(x, "expand")
     sizes = _shape_args(sizes, "expand")
     lead = len(sizes) - x.ndim
     if lead < 0:
@@ -310,7 +304,7 @@ def concatenate(tensors, axis=0, *, dim=None):
     """Join tensors along an existing axis (``dim`` is an alias)."""
     if dim is not None:
         axis = dim
-    ts = [_t(t, "concatenate") for t in tensors]
+    ts = [as_tensor(t, "concatenate") for t in tensors]
     if not ts:
         raise ValueError("concatenate: need at least one tensor")
     nd = ts[0].ndim
@@ -343,7 +337,7 @@ def stack(tensors, axis=0, *, dim=None):
     """Join same-shape tensors along a new axis."""
     if dim is not None:
         axis = dim
-    ts = [_t(t, "stack") for t in tensors]
+    ts = [as_tensor(t, "stack") for t in tensors]
     if not ts:
         raise ValueError("stack: need at least one tensor")
     for t in ts[1:]:

@@ -2,7 +2,7 @@
 
 Each takes and returns dense minigrad Tensors (the stored values) and is a registered op
 (``mg.ops.registry()``), run by the engine's one ``apply``; index arrays ride along as
-constants. Rules see Tensors, as every rule does, so second derivatives come for free.
+constants. Rules are written in the array API, as every rule is, so second derivatives come for free.
 """
 from __future__ import annotations
 
