@@ -13,6 +13,7 @@ import inspect as _inspect
 import numpy as _np
 
 from .. import backward as _backward
+from .. import tensor_methods as _tensor_methods
 from ..tensor import Tensor
 from . import einsum, elementwise, indexing, inplace, linalg, nn, reduce, shape, writes  # noqa: F401 - each registers its ops
 from ._registry import Sample, composite, registry
@@ -51,7 +52,8 @@ def _reflected(fn):
 
 
 def _bind() -> None:
-    """Tensor's methods and operators, from the registry."""
+    """Tensor's methods and operators: its own (``tensor_methods``), then the registry's."""
+    _tensor_methods.bind()
     for op in registry().values():
         fn = op.frontend
         if fn is None:
