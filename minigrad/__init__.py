@@ -20,7 +20,10 @@ from .creation import (
     randint, randn, randn_like, randperm, tensor, zeros, zeros_like,
 )
 from .backward import grad
-from .errors import AnomalyError, AxisError, CompileError, GradcheckError, MinigradError
+from .anomaly import AnomalyError
+from .capture import CompileError
+from .errors import AxisError, MinigradError
+from .gradcheck import GradcheckError
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from .tensor import Tensor, get_default_dtype, set_default_dtype

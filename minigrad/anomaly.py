@@ -21,7 +21,30 @@ import sys
 
 from . import _state
 from .backend import array_module
-from .errors import AnomalyError
+from .errors import MinigradError
+
+
+class AnomalyError(MinigradError, RuntimeError):
+    """Anomaly mode (``mg.autograd.detect_anomaly``) saw an op turn finite values into NaN/inf.
+
+    Attributes: ``node`` (the op's Node, or None for a forward op that was not recorded),
+    ``op`` (its name), ``position`` (its ``seq``), ``input`` (the input whose gradient went
+    bad; None in forward), ``count`` (bad elements), ``file``, ``line`` (the user's code that
+    created the op), ``phase`` ("backward" or "forward").
+    """
+
+    def __init__(self, message, node=None, op=None, position=None, input=None, count=0,  # noqa: A002
+                 file=None, line=None, phase="backward"):
+        super().__init__(message)
+        self.node = node
+        self.op = op
+        self.position = position
+        self.input = input
+        self.count = count
+        self.file = file
+        self.line = line
+        self.phase = phase
+
 
 __all__ = ["detect_anomaly", "user_where", "user_stack"]
 

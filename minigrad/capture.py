@@ -19,8 +19,21 @@ from . import backend as _be
 from . import function as _function
 from .anomaly import fmt_where, user_where
 from .engine import _as_array
-from .errors import CompileError
+from .errors import MinigradError
 from .tensor import Tensor, wrap
+
+
+class CompileError(MinigradError, RuntimeError):
+    """``mg.compile`` met Python that a replay cannot repeat (``.item()``, ``bool(t)``, a new
+    parameter, an in-place write into an input...). Attributes: ``what`` (the construct),
+    ``file`` and ``line`` (the user's code that did it)."""
+
+    def __init__(self, message, what=None, file=None, line=None):
+        super().__init__(message)
+        self.what = what
+        self.file = file
+        self.line = line
+
 
 _REG = re.compile(r"\b[ra]\d+\b")
 _NAME = re.compile(r"\b[raTIc]\d+\b")  # what a step reads, for pictures

@@ -40,8 +40,7 @@ import numpy as np
 
 from . import _state
 from . import backend as _be
-from .capture import SCALARS, Capture, Stale, is_array
-from .errors import CompileError
+from .capture import SCALARS, Capture, CompileError, Stale, is_array
 from .tensor import Tensor
 
 __all__ = ["compile", "Compiled", "CompileError"]

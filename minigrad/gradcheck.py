@@ -5,8 +5,13 @@ import numpy as np
 
 from . import autograd as _ag
 from .backend import array_module, to_numpy
-from .errors import GradcheckError
+from .errors import MinigradError
 from .tensor import Tensor, wrap as _wrap
+
+
+class GradcheckError(MinigradError, RuntimeError):
+    """Analytic and numeric gradients disagree (raised by gradcheck / gradgradcheck)."""
+
 
 
 def _is_sparse(x):
