@@ -67,6 +67,15 @@ def _one_axis(a, ndim, op):
     return a + ndim if a < 0 else a
 
 
+def reduce_args(x, axis, keepdims, dim, keepdim, op):
+    """A reduction's arguments in NumPy's or PyTorch's spelling (``axis``/``dim``,
+    ``keepdims``/``keepdim``) -> ``x`` as a Tensor, its reduced axes (sorted) and ``keepdims``."""
+    axis = pick("axis", axis, "dim", dim, None, op)
+    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, op))
+    x = as_tensor(x, op)
+    return x, normalize_axis(axis, x.ndim, op), keepdims
+
+
 def keep_shape(shape, axes):
     """``shape`` with the reduced ``axes`` kept as size 1."""
     return tuple(1 if i in axes else s for i, s in enumerate(shape))
@@ -192,10 +201,7 @@ def sum_to(x, shape):
 @named("mean")
 def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
     """Arithmetic mean over the given axes (sum's axis rules); ints average to float64."""
-    axis = pick("axis", axis, "dim", dim, None, "mean")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "mean"))
-    x = as_tensor(x, "mean")
-    axes = normalize_axis(axis, x.ndim, "mean")
+    x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, "mean")
     count = 1
     for a in axes:
         count *= x.shape[a]
@@ -233,10 +239,7 @@ def var(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, 
     (1.0, 2.0)
     """
     corr = _ddof(ddof, correction, dim, keepdim, "var")
-    axis = pick("axis", axis, "dim", dim, None, "var")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "var"))
-    x = as_tensor(x, "var")
-    axes = normalize_axis(axis, x.ndim, "var")
+    x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, "var")
     count = 1
     for a in axes:
         count *= x.shape[a]
@@ -277,10 +280,7 @@ def std(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, 
     The gradient is 0 where the standard deviation is 0 (a constant input), as in PyTorch.
     """
     corr = _ddof(ddof, correction, dim, keepdim, "std")
-    axis = pick("axis", axis, "dim", dim, None, "std")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "std"))
-    x = as_tensor(x, "std")
-    axes = normalize_axis(axis, x.ndim, "std")
+    x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, "std")
     return apply(STD, x, axes=axes, keepdims=keepdims, ddof=corr)
 
 
@@ -311,14 +311,11 @@ def _extreme_op(name, numpy_fn):
     pair = namedtuple(name, ["values", "indices"])  # PyTorch's torch.return_types.max / min
 
     def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
-        axis = pick("axis", axis, "dim", dim, None, name)
-        keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, name))
-        x = as_tensor(x, name)
-        xd = x.data
         if dim is not NOARG and dim is not None and not isinstance(dim, numbers.Integral):
             raise TypeError(f"{name}: dim= takes one int and returns PyTorch's (values, indices), got dim={dim!r}; "
                             f"for several axes write {name}(axis={dim!r}) (values only)")
-        axes = normalize_axis(axis, xd.ndim, name)
+        x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, name)
+        xd = x.data
         if xd.size == 0 and any(xd.shape[a] == 0 for a in axes):
             raise ValueError(f"{name}: zero-size reduction over axes {axes} of shape {xd.shape} has no identity")
         values = x.clone() if not axes else apply(op, x, axes=axes, keepdims=keepdims)
@@ -437,10 +434,8 @@ LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, ki
 @named("logsumexp")
 def logsumexp(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
     """log(sum(exp(x))) over the given axes, computed stably."""
-    axis = pick("axis", axis, "dim", dim, None, "logsumexp")
-    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "logsumexp"))
-    x = as_tensor(x, "logsumexp")
-    return apply(LOGSUMEXP, x, axes=normalize_axis(axis, x.ndim, "logsumexp"), keepdims=keepdims)
+    x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, "logsumexp")
+    return apply(LOGSUMEXP, x, axes=axes, keepdims=keepdims)
 
 
 def _axes1(axis, dim, ndim, op):
