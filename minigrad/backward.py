@@ -31,13 +31,8 @@ def _seed(t, g, graph):
                 f"output has shape {t.shape}. Pass grad= (a tensor of shape {t.shape})"
             )
         return wrap(_state.kernel(_ones_like, t.data))
-    if hasattr(g, "_sparse_values_for_grad"):
-        raise TypeError(
-            f"backward: got a sparse gradient for a dense output of shape {t.shape}; pass a dense "
-            "Tensor (s.to_dense()) of that shape")
     if not isinstance(g, Tensor):
-        if isinstance(g, (str, bytes)) or not (isinstance(g, (int, float, list, tuple, np.generic))
-                                              or hasattr(g, "shape")):
+        if not (isinstance(g, (int, float, list, tuple, np.generic, np.ndarray)) or _be.is_cupy_array(g)):
             raise TypeError(
                 f"backward: grad must be a Tensor (or an array / number) of shape {t.shape}, "
                 f"got {type(g).__name__}")
@@ -411,10 +406,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 def _grad_keys(inputs):
     """Where backward leaves each input's gradient (its leaf's id, or its (Node id, index)), and
     per input the sparse tensor that shapes the result (None for a dense input)."""
-    single = isinstance(inputs, Tensor) or hasattr(inputs, "_sparse_values_for_grad")
+    single = isinstance(inputs, Tensor) or hasattr(inputs, "_grad_target")
     keys, wrappers = [], []
     for x in (inputs,) if single else tuple(inputs):
-        sp = getattr(x, "_sparse_values_for_grad", None)
+        sp = getattr(x, "_grad_target", None)
         wrappers.append(x if sp is not None else None)
         if sp is not None:
             x = sp()

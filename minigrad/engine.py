@@ -227,8 +227,9 @@ def const(v, op: str):
             return Tensor(v).data
         except (TypeError, ValueError) as e:  # Tensor's message names ``tensor``; this one names the op
             raise type(e)(f"{op}: cannot use {type(v).__name__} operand as a tensor: {e}") from None
-    if hasattr(v, "_sparse_values_for_grad"):
-        raise TypeError(f"{op}: sparse tensors are not supported here; use mg.sparse functions or .to_dense()")
+    if hasattr(v, "_grad_target"):  # a tensor of another layout (sparse), taking part in mg.grad only
+        raise TypeError(f"{op}: {type(v).__name__} operands are not supported here (a sparse or other non-dense "
+                        "tensor); use its own functions, or .to_dense()")
     if isinstance(v, complex):
         raise TypeError(f"{op}: complex operands are not supported (got {v!r})")
     raise TypeError(f"{op}: unsupported operand type {type(v).__name__} (expected a Tensor, an array or a number)")

@@ -15,12 +15,12 @@ class GradcheckError(MinigradError, RuntimeError):
 
 
 def _is_sparse(x):
-    return hasattr(x, "_sparse_values_for_grad")
+    return hasattr(x, "_grad_target")
 
 
 def _values_array(x):
     """The array gradcheck perturbs: a dense tensor's data, a sparse tensor's stored values."""
-    return x._sparse_values_for_grad().data if _is_sparse(x) else x.data
+    return x._grad_target().data if _is_sparse(x) else x.data
 
 
 def _grad_array(g):

@@ -90,7 +90,7 @@ def _name_of(path):
 
 def _leaf_node(v, name, where):
     """(node, host array or None) for a Tensor, an array or a scalar; (None, None) for anything else."""
-    if isinstance(v, Tensor) or hasattr(v, "_sparse_values_for_grad"):
+    if isinstance(v, Tensor) or hasattr(v, "_grad_target"):
         if not isinstance(v, Tensor):
             raise TypeError(f"save: {where} is a sparse tensor; save its parts (indices, values) or .to_dense()")
         return {"t": "tensor", "k": name}, _host(v.data, where)

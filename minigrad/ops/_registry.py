@@ -21,7 +21,7 @@ def as_tensor(x, op: str) -> Tensor:
     tensor is refused, naming ``op`` (sparse tensors have their own functions)."""
     if isinstance(x, Tensor):
         return x
-    if hasattr(x, "_sparse_values_for_grad"):
+    if hasattr(x, "_grad_target"):
         raise TypeError(f"{op}: got a sparse tensor; use mg.sparse's functions (mg.sparse.sum, "
                         "mg.sparse.matmul) or convert it with .to_dense() first")
     return Tensor(x)

@@ -353,7 +353,7 @@ _OPTIMIZE = ("auto", "greedy", "optimal")
 def _operand(x, k):
     if isinstance(x, Tensor):
         return x
-    if hasattr(x, "_sparse_values_for_grad"):
+    if hasattr(x, "_grad_target"):
         raise TypeError(f"einsum: operand {k} is a sparse tensor, which einsum does not support; "
                         "convert it with .to_dense() first")
     if isinstance(x, str):

@@ -152,7 +152,7 @@ def linear(x, weight, bias=None):
     (2, 4)
     """
     if not isinstance(x, Tensor):
-        if hasattr(x, "_sparse_values_for_grad"):
+        if hasattr(x, "_grad_target"):
             raise TypeError("linear: got a sparse tensor; use mg.sparse.matmul for sparse inputs")
         x = Tensor(x)
     xd = x.data  # the arrays, read once: each property costs a call

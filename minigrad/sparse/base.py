@@ -110,8 +110,10 @@ class SparseTensor:
     def retain_grad(self):
         self._values.retain_grad()
 
-    def _sparse_values_for_grad(self) -> Tensor:
-        """The Tensor autograd differentiates for this sparse tensor (gradcheck, mg.grad)."""
+    def _grad_target(self) -> Tensor:
+        """The Tensor autograd differentiates for this sparse tensor (gradcheck, mg.grad): the
+        protocol by which an object that is not a Tensor takes part in ``mg.grad``, with
+        ``_grad_like(g)`` making its gradient from that Tensor's."""
         return self._values
 
     def detach(self):
