@@ -117,27 +117,15 @@ class Node:
 
     __slots__ = ("op", "opdef", "parents", "meta", "out_meta", "params", "saved", "vers", "_out",
                  "aux", "seq", "_g", "freed", "special", "view_ver", "__dict__", "__weakref__")
-    # rarely set: live in the instance __dict__ when set; setting one of the three below also
-    # sets ``special``, which sends the node down the walk's full path
+    # rarely set: live in the instance __dict__ when set. Whoever sets one of the last three
+    # also sets ``special``, which sends the node down the walk's full path
     xp = None         # the rule's namespace when it runs on Tensors (TENSORS, below)
     info = None       # attributes shown to readers (axis, keepdims, pattern...)
     consts = None     # ((input index, shape, dtype), ...) of Tensor inputs that need no grad
     where = None      # (file, line) of the user's code, in anomaly mode
-
-    def _special(name, default, doc):
-        def get(self):
-            return self.__dict__.get(name, default)
-
-        def set_(self, value):
-            self.__dict__[name] = value
-            self.special = True
-
-        return property(get, set_, doc=doc)
-
-    n_out = _special("n_out", 1, "outputs (an autograd.Function may have several)")
-    _hooks = _special("_hooks", None, "hooks of the (non-leaf) output tensor")
-    retain = _special("retain", None, "weakref of the output when retain_grad()")
-    del _special
+    n_out = 1         # outputs (an autograd.Function may have several)
+    _hooks = None     # hooks of the (non-leaf) output tensor
+    retain = None     # weakref of the output when retain_grad()
 
     # -- the view the public tape shows ------------------------------------
     @property
@@ -463,7 +451,7 @@ def _wrap_many(op, outs, args, datas, params, aux, record, mode):
     ts = tuple(wrap(o) for o in outs)
     if record and any(o.dtype.kind == "f" for o in outs):
         n = _record(op, args, datas, params, aux, outs[0], ts[0]._ver, mode)
-        n.n_out = len(outs)
+        n.n_out, n.special = len(outs), True
         for k, t in enumerate(ts):
             if t.data.dtype.kind == "f":
                 t._node, t._oidx, t._rg = n, k, True

@@ -269,7 +269,7 @@ def _rebase(t, n, name):
     old = t._node
     n.op = name
     if old is not None and old.retain is not None and old.retain() is t:
-        n.retain, old.retain = old.retain, None
+        n.retain, n.special, old.retain = old.retain, True, None
     t._node, t._oidx, t._rg = n, 0, True
 
 
@@ -368,7 +368,7 @@ def view_history(v, base, pos):
     n.view_ver = v._ver[0]
     old = v._node
     if old is not None and old.retain is not None and old.retain() is v:  # retain_grad() goes along
-        n.retain, old.retain = old.retain, None
+        n.retain, n.special, old.retain = old.retain, True, None
     v._node, v._oidx, v._rg = n, 0, True
     return n
 
