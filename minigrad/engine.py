@@ -29,7 +29,8 @@ from .errors import NAMED_ERRORS, MinigradError, reraise
 from .tensor import Tensor, _to_array, wrap
 from .tensor import get_default_dtype as _default_float
 
-OPS: dict = {}  # every registered op by name (``ops._registry.defop`` fills it; ``mg.ops.registry()``)
+OPS: dict = {}        # every registered op's record by name (``ops._registry.defop`` fills it)
+FUNCTIONS: dict = {}  # NumPy name -> minigrad's function of that name (filled where Tensor's methods are bound)
 _seq = itertools.count()
 _next_seq = _seq.__next__
 _get_mode = _state.get
@@ -39,8 +40,10 @@ _new = object.__new__
 
 
 class Op:
-    """One operation: a forward over backend arrays and its gradient rule, plus what the
-    rest of minigrad derives from it (Tensor methods, exports, NumPy dispatch, pictures).
+    """The engine's record of one operation: a forward over backend arrays, its gradient rule,
+    and what ``apply`` and backward read. (What the rest of minigrad derives from an op, its
+    public function, methods, NumPy names, samples and torch oracle, is its registry entry:
+    ``ops/_registry.py``.)
 
     Args:
         name: the name on the tape, in profiles and pictures.
@@ -57,9 +60,7 @@ class Op:
             to its input's shape (``sum_to``), so the rule returns output-shaped gradients.
         view: the output shares input 0's storage (True), or may ("maybe": checked).
         kind: how pictures draw it: "elementwise", "reduce", "broadcast", "view", "other".
-        samples: ``samples(rng) -> [Sample, ...]`` the inputs its tests use.
         info: ``info(**params) -> dict`` the attributes the tape and pictures show (axis...).
-        torch: ``torch(torch_module, *args, **kwargs)`` the same computation in PyTorch.
         ufunc: the name of the NumPy/CuPy function the forward amounts to (``"add"``:
             ``forward(xp, x, y)`` is ``xp.add(x, y)``): apply calls ``np.<ufunc>`` directly on NumPy
             arrays (no Python frame for the forward), a replay (``mg.compile``) on any.
@@ -68,12 +69,11 @@ class Op:
             (``autograd.Function``'s user code).
     """
 
-    __slots__ = ("name", "forward", "rule", "save", "cross", "save_out", "aux", "broadcast", "view",
-                 "kind", "samples", "torch", "n_out", "frontend", "method", "dunders", "export",
-                 "numpy", "inplace", "doc", "info", "ufunc", "save_at", "np_ufunc", "arrays")
+    __slots__ = ("name", "forward", "rule", "save", "save_at", "cross", "save_out", "aux", "broadcast", "view",
+                 "kind", "n_out", "info", "ufunc", "np_ufunc", "arrays")
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
-                 broadcast=False, view=False, kind="other", samples=None, torch=None, n_out=1, info=None, ufunc=None, arrays=True):
+                 broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, arrays=True):
         self.name = name
         self.forward = forward
         self.rule = rule
@@ -85,24 +85,11 @@ class Op:
         self.broadcast = broadcast
         self.view = view
         self.kind = kind
-        self.samples = samples
-        self.torch = torch
         self.n_out = n_out
         self.info = info       # info(**params) -> the attributes the tape and pictures show
         self.ufunc = ufunc
         self.np_ufunc = getattr(np, ufunc) if ufunc else None  # what apply calls on NumPy arrays
         self.arrays = arrays
-        self.frontend = None   # the public function (set by ops.public)
-        self.method = ()       # Tensor method names bound to the frontend
-        self.dunders = ()      # operator names; a name starting "__r" gets the reflected call
-        self.export = None     # the name under ``minigrad``
-        self.numpy = ()        # NumPy functions / ufuncs that dispatch to the frontend
-        self.inplace = ()      # in-place method names (``add_``, ``__iadd__``) reusing this rule
-        self.doc = None
-
-    @property
-    def differentiable(self) -> bool:
-        return self.rule is not None
 
     def __repr__(self):
         return f"<Op {self.name}>"
@@ -526,7 +513,7 @@ class TensorNamespace:
     def __getattr__(self, name):
         fn = None
         if getattr(np, name, None) is not None:  # NumPy's name: minigrad's function of that name
-            fn = next((op.frontend for op in OPS.values() if op.export == name), None)
+            fn = FUNCTIONS.get(name)
         op = OPS.get(name)
         if fn is None and op is not None and op.forward is not None:
             fn = functools.partial(apply, op)

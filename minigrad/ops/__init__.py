@@ -13,6 +13,7 @@ import inspect as _inspect
 import numpy as _np
 
 from .. import backward as _backward
+from .. import engine as _engine
 from .. import tensor_methods as _tensor_methods
 from ..tensor import Tensor
 from . import einsum, elementwise, indexing, inplace, linalg, nn, reduce, shape, writes  # noqa: F401 - each registers its ops
@@ -71,6 +72,8 @@ def _bind() -> None:
     Tensor.mT = property(shape.matrix_transpose, doc="The last two dims swapped (a view).")
     Tensor.backward = _backward.backward
     Tensor._refresh_view = inplace.refresh_view
+    _engine.FUNCTIONS.update((op.export, op.frontend) for op in registry().values()
+                             if op.export and op.frontend is not None and hasattr(_np, op.export))
     Tensor.__array_ufunc__ = _array_ufunc
     Tensor.__array_function__ = _array_function
 

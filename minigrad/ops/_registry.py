@@ -11,8 +11,7 @@ and is gradchecked, gradgradchecked and compared with PyTorch from them.
 """
 from __future__ import annotations
 
-from ..engine import OPS as _REGISTRY
-from ..engine import Op
+from ..engine import OPS, Op
 from ..tensor import Tensor
 
 
@@ -57,12 +56,43 @@ class OnDevice:
         self.make = make
 
 
-def defop(name, forward, rule=None, **options) -> Op:
-    """Define and register a primitive op (see ``engine.Op`` for the options)."""
+class Entry:
+    """An op's registry entry: what minigrad derives from it. ``op`` is the engine's record (its
+    fields read through the entry too: ``.name``, ``.forward``, ``.rule``, ``.kind``...);
+    ``samples(rng)`` the inputs its tests use; ``torch(th, *args, **kwargs)`` the same computation
+    in PyTorch; and, once ``public`` gave it a face, ``frontend`` (the public function),
+    ``method`` (Tensor method names), ``dunders`` (operators; a name starting ``__r`` gets the
+    reflected call), ``export`` (the name under ``minigrad``), ``numpy`` (the NumPy functions
+    that dispatch to it), ``inplace`` (in-place method names writing its result), ``doc``."""
+
+    __slots__ = ("op", "samples", "torch", "frontend", "method", "dunders", "export", "numpy", "inplace", "doc")
+
+    def __init__(self, op, samples=None, torch=None):
+        self.op, self.samples, self.torch = op, samples, torch
+        self.frontend, self.method, self.dunders, self.export, self.numpy, self.inplace, self.doc = \
+            None, (), (), None, (), (), None
+
+    def __getattr__(self, name):  # the record's fields
+        return getattr(object.__getattribute__(self, "op"), name)
+
+    @property
+    def differentiable(self) -> bool:
+        return self.op.rule is not None
+
+    def __repr__(self):
+        return f"<registry entry {self.op.name}>"
+
+
+_REGISTRY: dict[str, Entry] = {}
+
+
+def defop(name, forward, rule=None, *, samples=None, torch=None, **options) -> Op:
+    """Define and register a primitive op: the engine's record (``engine.Op``'s options), and its
+    registry entry with the ``samples`` its tests use and its ``torch`` oracle. Returns the record."""
     if name in _REGISTRY:
         raise ValueError(f"defop: an op named {name!r} is already registered")
-    op = Op(name, forward, rule, **options)
-    _REGISTRY[name] = op
+    op = OPS[name] = Op(name, forward, rule, **options)
+    _REGISTRY[name] = Entry(op, samples, torch)
     return op
 
 
@@ -75,7 +105,7 @@ def public(op, *, method=None, dunders=(), export=True, numpy=(), inplace=()):
     ``inplace``: in-place method names that write ``fn``'s result into the tensor.
     """
     def deco(fn):
-        entry = op
+        entry = _REGISTRY[op.name]
         entry.frontend = fn
         entry.method = (method,) if isinstance(method, str) else tuple(method or ())
         entry.dunders = tuple(dunders)
@@ -99,7 +129,7 @@ def composite(name, *, samples=None, torch=None, kind="other", **bind):
     return deco
 
 
-def registry() -> dict[str, Op]:
+def registry() -> dict[str, Entry]:
     """Every registered op and public function, by name: ``.name``, ``.forward`` (over backend
     arrays; None for a composite), ``.rule`` (None when not differentiable), ``.samples``,
     ``.frontend`` (the public function), ``.method``, ``.dunders``, ``.export``, ``.numpy``.
