@@ -13,9 +13,7 @@ none of them. Their protocol:
 - ``recorded(node)`` after a Node was recorded;
 - ``backward(node, seconds, grads)`` after a gradient rule ran in backward;
 - ``inputs(node, args, datas)``, only for an observer whose ``wants_inputs`` is True
-  (``mg.autograd.check_ops``): the op's operands as it was called;
-- ``isolate``: True when ops run inside something the observer counts as one op (an
-  ``autograd.Function``'s forward) should not be reported a second time.
+  (``mg.autograd.check_ops``): the op's operands as it was called.
 """
 from __future__ import annotations
 
@@ -66,14 +64,6 @@ def without_observers(grad: bool, keep: tuple = ()):
 
 def reset(token) -> None:
     _mode.reset(token)
-
-
-def profiler():
-    """The innermost active profile of this thread, or None."""
-    for o in reversed(_mode.get().observers):
-        if getattr(o, "is_profile", False):
-            return o
-    return None
 
 
 # ---------------------------------------------------------------------------

@@ -116,8 +116,6 @@ def _flat(out):
 class _Anomaly:
     """The observer anomaly mode adds to this thread's Mode (protocol: ``minigrad/_state.py``)."""
 
-    is_profile = False
-
     def __init__(self, check_forward: bool, stack: bool):
         self.check_forward = check_forward
         self.stack = stack

@@ -50,7 +50,6 @@ class Capture:
     """The observer that writes the program down while the capturing call runs eagerly."""
 
     captures = True
-    is_profile = False
     wants_inputs = False
 
     def __init__(self, flat, fallback):

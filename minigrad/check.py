@@ -124,7 +124,6 @@ class _Recorder:
     """The observer ``check_ops`` adds (protocol: ``minigrad/_state.py``; ``wants_inputs``
     asks ``engine._record`` to pass the operands as well)."""
 
-    is_profile = False
     wants_inputs = True
 
     def __init__(self):

@@ -1,15 +1,15 @@
 """Per-op profile: ``with mg.autograd.profile() as p: ...`` then ``print(p.table())``.
 
-While a profile is active, it is this thread's ``_state.profiler()``; ops time their
-forward computation and report it (``_add_forward``, once per call), report the
-bytes they saved for backward when they record a Node (``_add_saved``), and the
-engine times every gradient rule (``_add_backward``). When no profile is active
-the only cost is the ``profiler() is None`` check each op already makes.
+While its block runs, a profile is an observer in this thread's Mode (the protocol is in
+``_state.py``): ``engine.apply`` times each op's forward and reports it (``forward``, once
+per call) and reports each Node it records (``recorded``: the bytes saved for backward);
+backward times every gradient rule (``backward``). Outside a profile nothing is timed: the
+engine reads the Mode's empty tuple of observers and goes on.
 
 Forward time is the time of the array computation itself (wrapping and recording
 are not included); the block's wall time is reported beside it, so the
-framework's own overhead is the difference. With ``create_graph=True`` the
-backward pass runs ops, so they are counted as forward calls too.
+framework's own overhead is the difference. The ops a gradient rule runs (with
+``create_graph=True``) count as that rule's backward time, not as forward calls.
 """
 from __future__ import annotations
 
@@ -56,8 +56,6 @@ class Profile:
     ...     loss.backward()
     >>> print(p.table())
     """
-
-    is_profile = True  # found by _state.profiler()
 
     def __init__(self):
         self.stats: dict[str, OpStats] = {}

@@ -7,7 +7,8 @@
   It refuses what CuPy refuses (implicit conversion to NumPy, mixing with host arrays,
   NumPy-only functions), so the device code paths run honestly on a machine without a GPU.
 
-The helpers at the bottom (``rnd``, ``leaf``, ``leaf_of``, ``leaves``, ``check``, ``dev``, ``to_np``)
+The helpers at the bottom (``rnd``, ``leaf``, ``leaf_of``, ``leaves``, ``check``, ``dev``, ``to_np``,
+``exact``, ``raises_naming``)
 are imported by the test files (``from conftest import leaf, check``); they use only minigrad's
 public API, and build tensors on the default device the autouse fixture below sets.
 """
@@ -127,6 +128,21 @@ def check(fn, *inputs, gg=True):
 
 
 # -- helpers several test files share ---------------------------------------------------------------
+
+def exact(t, want):
+    """Assert that the Tensor (or array) ``t`` holds exactly ``want`` (compared in float64)."""
+    np.testing.assert_allclose(to_np(t), np.asarray(want, dtype=np.float64), rtol=0, atol=0)
+
+
+def raises_naming(exc, fn, *names):
+    """Assert that ``fn()`` raises ``exc`` and its message names one of ``names`` (the function or
+    its op); returns the message."""
+    with pytest.raises(exc) as info:
+        fn()
+    msg = str(info.value)
+    assert any(n in msg for n in names), f"message does not name {names}: {msg!r}"
+    return msg
+
 
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 

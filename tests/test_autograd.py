@@ -2,13 +2,15 @@
 grad modes, user-defined Functions, the readable tape."""
 import gc
 import sys
+import warnings
 import weakref
 
 import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import leaf_of, to_np
+from conftest import exact, leaf_of, to_np
+from minigrad import backend as be
 
 
 # -- accumulation ----------------------------------------------------------------------------
@@ -670,3 +672,73 @@ def test_saved_arrays_released_after_backward():
     assert node.saved_bytes > 0
     z.backward()
     assert node.saved_bytes == 0
+
+
+# -- reading .grad of a non-leaf; .grad assignment is validated ------------------------------------
+
+def test_reading_grad_of_a_non_leaf_warns_once_and_points_to_retain_grad():
+    x = mg.ones(3, requires_grad=True)
+    y = x * 2
+    y.sum().backward()
+    with pytest.warns(UserWarning, match="retain_grad"):
+        assert y.grad is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert y.grad is None  # once per tensor
+        assert x.grad is not None  # leaves never warn
+
+
+def _leaf3():
+    return mg.ones(3, requires_grad=True)
+
+
+def test_grad_assignment_wrong_shape_is_a_value_error():
+    x = _leaf3()
+    with pytest.raises(ValueError, match="grad"):
+        x.grad = mg.ones(2)
+
+
+def test_grad_assignment_wrong_type_is_a_type_error():
+    x = _leaf3()
+    with pytest.raises(TypeError, match="grad"):
+        x.grad = "abc"
+
+
+def test_grad_assignment_wrong_dtype_is_refused():
+    x = _leaf3()
+    with pytest.raises(TypeError, match="grad.*dtype"):
+        x.grad = mg.ones(3, dtype=mg.float64)
+    with pytest.raises(TypeError, match="grad.*dtype"):
+        x.grad = mg.tensor([1, 2, 3])
+
+
+def test_grad_assignment_wrong_device_is_refused():
+    x = _leaf3()
+    installed = False
+    if x.device == "cpu":
+        try:
+            be.xp_for("cuda:0")
+        except RuntimeError:
+            be.use_fake_cupy()
+            installed = True
+        other = "cuda:0"
+    else:
+        other = "cpu"
+    try:
+        g = mg.ones(3, device=other)
+        with pytest.raises(ValueError, match="grad.*(cpu|cuda)"):
+            x.grad = g
+    finally:
+        if installed:
+            be.use_fake_cupy(False)
+
+
+def test_grad_assignment_none_is_always_allowed():
+    x = _leaf3()
+    x.grad = None
+    assert x.grad is None
+    (x * 2).sum().backward()
+    x.grad = None
+    assert x.grad is None
+    x.grad = mg.zeros(3)
+    exact(x.grad, [0, 0, 0])

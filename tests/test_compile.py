@@ -3,6 +3,7 @@ over whole training loops, signatures and stats, the tape, threads, and flat mem
 replays. Every comparison runs the same loop twice from the same seed, once eager and once
 compiled, and compares what each step returned and every parameter, gradient, buffer and
 optimizer state after it, bit for bit. Runs on the default device (MINIGRAD_DEVICE)."""
+import functools
 import math
 import os
 import types
@@ -19,6 +20,7 @@ from minigrad import nn
 HERE = os.path.abspath(__file__)
 N = 30  # steps per comparison
 REAL_GPU = DEVICE != "cpu" and not FAKE
+SGD, Adam, AdamW = mg.optim.SGD, mg.optim.Adam, mg.optim.AdamW
 
 
 # -- helpers ----------------------------------------------------------------------------------------
@@ -131,6 +133,39 @@ def vs_eager(build, batch=_data, n=N, between=None, captures=1, **kw):
     return st
 
 
+def compare(case):
+    """``vs_eager`` over one row of a table (its arguments), then the row's ``expect``: stats by name."""
+    case = dict(case)
+    expect = case.pop("expect", {})
+    st = vs_eager(**case)
+    got = st.as_dict()
+    assert {k: got[k] for k in expect} == expect, st
+    return st
+
+
+def _row(name, build, **kw):
+    """One loop of a table: its world (``build``) and ``vs_eager``'s other arguments, with ``expect``."""
+    return pytest.param(dict(build=build, **kw), id=name)
+
+
+def _train(opt, loss_of, sched=None):
+    """The usual step: zero the gradients, the loss of the batch, backward, the update (and the schedule)."""
+    def step(*args, **kwargs):
+        opt.zero_grad()
+        loss = loss_of(*args, **kwargs)
+        loss.backward()
+        opt.step()
+        if sched is not None:
+            sched.step()
+        return loss
+
+    return step
+
+
+def _xent(model):
+    return lambda x, y: F.cross_entropy(model(x), y)
+
+
 def mlp(*extra, d_in=4, hidden=8, classes=3):
     return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), *extra, nn.Linear(hidden, classes))
 
@@ -141,17 +176,7 @@ def classifier(make_opt, make_sched=None, sched_inside=True, extra=()):
         model = mlp(*extra)
         opt = make_opt(model.parameters())
         sched = make_sched(opt) if make_sched else None
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            if sched is not None and sched_inside:
-                sched.step()
-            return loss
-
-        return world(step, [model], opt, sched)
+        return world(_train(opt, _xent(model), sched if sched_inside else None), [model], opt, sched)
     return build
 
 
@@ -383,7 +408,7 @@ def test_refuses_augmented_assignment_into_an_input():
 def test_fallback_runs_eagerly_with_one_warning():
     def build():
         model = mlp()
-        opt = mg.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        opt = SGD(model.parameters(), lr=0.1, momentum=0.9)
 
         def step(x, y):
             opt.zero_grad()
@@ -413,42 +438,102 @@ def test_fallback_runs_eagerly_with_one_warning():
 # -- 2. guards --------------------------------------------------------------------------------------
 
 
+
 def _sgd_world(momentum=0.9):
     def build():
         model = mlp()
-        opt = mg.optim.SGD(model.parameters(), lr=0.1, momentum=momentum)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
+        opt = SGD(model.parameters(), lr=0.1, momentum=momentum)
+        return world(_train(opt, _xent(model)), [model], opt)
     return build
 
 
-def test_guard_parameter_data_replaced_same_shape_is_read_live():
-    def between(w, i):
-        if i in (5, 11):
-            lin = w.models[0][0]
-            lin.weight.data = mg.backend.to_device(np.full(lin.weight.shape, 0.01 * i, np.float32), lin.weight.device)
+def _weighted_sum_world(values, lr):
+    """One parameter ``w`` of ``values``, trained on ``((x w).sum(axis=1) ** 2).mean()``."""
+    def build():
+        w = mg.tensor(values, requires_grad=True)
+        opt = SGD([w], lr=lr)
+        return world(_train(opt, lambda x, *y: ((x * w).sum(axis=1) ** 2).mean()), opt=opt, tensors=[w])
+    return build
 
-    vs_eager(_sgd_world(), between=between)
+
+def _accumulating_world():
+    """A step that accumulates into ``.grad`` (no zero_grad inside)."""
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.01)
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return world(step, [model], opt)
 
 
-def test_guard_load_state_dict_is_seen():
-    saved = {}
+def _replace_weight_data(w, i):
+    if i in (5, 11):
+        lin = w.models[0][0]
+        lin.weight.data = mg.backend.to_device(np.full(lin.weight.shape, 0.01 * i, np.float32), lin.weight.device)
 
-    def between(w, i):
-        m = w.models[0]
-        if i == 3:
-            saved[id(w)] = {k: v.detach().clone() for k, v in m.state_dict().items()}
-        if i in (8, 15):
-            m.load_state_dict(saved[id(w)])
 
-    vs_eager(_sgd_world(), between=between)
+def _reload_state_dict(w, i):
+    m = w.models[0]
+    if i == 3:
+        w.saved = {k: v.detach().clone() for k, v in m.state_dict().items()}
+    if i in (8, 15):
+        m.load_state_dict(w.saved)
+
+
+def _shrink_parameter(w, i):
+    if i == 10:  # (4,) -> (1,): still broadcasts against x, but the captured program is stale
+        (t,) = w.tensors
+        t.data = mg.backend.to_device(np.array([0.75], np.float32), t.device)
+        t.grad = None
+
+
+def _freeze_first_layer(w, i):
+    """Freezing the first layer between calls: the program captured with it trainable is not replayed."""
+    if i == 10:
+        w.models[0][0].requires_grad_(False)
+        w.models[0][0].zero_grad()
+
+
+def _to_float64(w, i):
+    if i == 10:
+        w.models[0].to(np.float64)
+
+
+def _float32_then_float64(i):
+    return _data(i, dtype=np.float32 if i < 10 else np.float64)
+
+
+def _set_grads_by_hand(w, i):
+    """``.grad`` set by hand, or cleared, between calls: the step adds into whatever it holds at the call."""
+    lin = w.models[0][0]
+    if i == 6:
+        lin.weight.grad = mg.ones(*lin.weight.shape)
+    if i == 12:
+        lin.bias.grad = None
+    if i == 18:
+        w.opt.zero_grad()
+
+
+GUARDS = [
+    _row("parameter_data_replaced_same_shape_is_read_live", _sgd_world(), between=_replace_weight_data),
+    _row("load_state_dict_is_seen", _sgd_world(), between=_reload_state_dict),
+    _row("parameter_of_a_new_shape_captures_again", _weighted_sum_world(np.linspace(0.5, 1.5, 4, dtype=np.float32), 0.1),
+         between=_shrink_parameter, captures=2,
+         expect={"eager": 1}),  # the input signature did not change: the guard captured again at once
+    _row("requires_grad_of_a_parameter_changed", _sgd_world(momentum=0.0), between=_freeze_first_layer, captures=2),
+    _row("dtype_of_parameters_changed", _sgd_world(momentum=0.0), batch=_float32_then_float64, between=_to_float64,
+         captures=2, expect={"eager": 2}),  # a new input dtype: a new signature, first call eager
+    _row("grad_set_by_hand_is_read_live", _accumulating_world, between=_set_grads_by_hand),
+]
+
+
+@pytest.mark.parametrize("case", GUARDS)
+def test_guard(case):
+    compare(case)
 
 
 def test_guard_load_state_dict_from_a_file_is_seen(tmp_path):
@@ -463,83 +548,10 @@ def test_guard_load_state_dict_from_a_file_is_seen(tmp_path):
     vs_eager(_sgd_world(), between=between)
 
 
-def test_guard_parameter_of_a_new_shape_captures_again():
-    def build():
-        w = mg.tensor(np.linspace(0.5, 1.5, 4, dtype=np.float32), requires_grad=True)
-        opt = mg.optim.SGD([w], lr=0.1)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = ((x * w).sum(axis=1) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, opt=opt, tensors=[w])
-
-    def between(w, i):
-        if i == 10:  # (4,) -> (1,): still broadcasts against x, but the captured program is stale
-            (t,) = w.tensors
-            t.data = mg.backend.to_device(np.array([0.75], np.float32), t.device)
-            t.grad = None
-
-    st = vs_eager(build, between=between, captures=2)
-    assert st.eager == 1  # the input signature did not change: the guard captured again at once
-
-
-def test_guard_requires_grad_of_a_parameter_changed():
-    """Freezing the first layer between calls: the program captured with it trainable is not replayed."""
-    def between(w, i):
-        if i == 10:
-            w.models[0][0].requires_grad_(False)
-            w.models[0][0].zero_grad()
-
-    vs_eager(_sgd_world(momentum=0.0), between=between, captures=2)
-
-
-def test_guard_dtype_of_parameters_changed():
-    def between(w, i):
-        if i == 10:
-            w.models[0].to(np.float64)
-
-    def batch(i):
-        return _data(i, dtype=np.float32 if i < 10 else np.float64)
-
-    st = vs_eager(_sgd_world(momentum=0.0), batch=batch, between=between, captures=2)
-    assert st.eager == 2  # a new input dtype: a new signature, first call eager
-
-
-def test_guard_grad_set_by_hand_is_read_live():
-    """A step that accumulates into ``.grad`` (no zero_grad inside) adds into whatever ``.grad``
-    holds at the call, including one set by hand or cleared between calls."""
-    def build():
-        model = mlp()
-        opt = mg.optim.SGD(model.parameters(), lr=0.01)
-
-        def step(x, y):
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    def between(w, i):
-        lin = w.models[0][0]
-        if i == 6:
-            lin.weight.grad = mg.ones(*lin.weight.shape)
-        if i == 12:
-            lin.bias.grad = None
-        if i == 18:
-            w.opt.zero_grad()
-
-    vs_eager(build, between=between)
-
-
 def test_guard_grad_of_another_shape_is_refused():
     mg.manual_seed(0)
     model = mlp()
-    opt = mg.optim.SGD(model.parameters(), lr=0.01)
+    opt = SGD(model.parameters(), lr=0.01)
 
     @mg.compile
     def step(x, y):
@@ -603,7 +615,7 @@ def test_guard_model_moved_but_not_the_data(device, other_device):
     parameters on the old device. It captures again, and the capture fails as eager does."""
     mg.manual_seed(0)
     model = mlp()
-    opt = mg.optim.SGD(model.parameters(), lr=0.1)
+    opt = SGD(model.parameters(), lr=0.1)
 
     @mg.compile
     def step(x, y):
@@ -623,8 +635,9 @@ def test_guard_model_moved_but_not_the_data(device, other_device):
 
 
 # -- 3. compiled equals eager, bit for bit ---------------------------------------------------------
+# Each row of EQUAL is one loop: its world (``build``), its batches, how many steps, and the stats
+# expected beside the bitwise comparison ``vs_eager`` makes.
 
-SGD, Adam, AdamW = mg.optim.SGD, mg.optim.Adam, mg.optim.AdamW
 OPTIMIZERS = {
     "sgd": lambda ps: SGD(ps, lr=0.1),
     "sgd_momentum": lambda ps: SGD(ps, lr=0.05, momentum=0.9),
@@ -640,12 +653,6 @@ OPTIMIZERS = {
     "adamw_amsgrad": lambda ps: AdamW(ps, lr=1e-2, amsgrad=True, betas=(0.8, 0.99)),
 }
 
-
-@pytest.mark.parametrize("opt", list(OPTIMIZERS))
-def test_optimizer_matches_eager(opt):
-    vs_eager(classifier(OPTIMIZERS[opt]))
-
-
 SCHEDULERS = {
     "steplr": lambda o: mg.optim.lr_scheduler.StepLR(o, step_size=4, gamma=0.5),
     "cosine": lambda o: mg.optim.lr_scheduler.CosineAnnealingLR(o, T_max=10, eta_min=1e-3),
@@ -654,118 +661,620 @@ SCHEDULERS = {
 }
 
 
-@pytest.mark.parametrize("opt", ["sgd_momentum", "adamw"])
-@pytest.mark.parametrize("sched", list(SCHEDULERS))
-@pytest.mark.parametrize("inside", [True, False], ids=["inside", "outside"])
-def test_scheduler_matches_eager(opt, sched, inside):
-    def between(w, i):
-        if not inside and i % 3 == 2:  # stepped by hand, every third call
-            w.sched.step()
-
-    st = vs_eager(classifier(OPTIMIZERS[opt], SCHEDULERS[sched], sched_inside=inside), between=between)
-    assert st.replays == N - 2
+def _sched_by_hand(w, i):
+    if i % 3 == 2:  # stepped by hand, every third call
+        w.sched.step()
 
 
-@pytest.mark.parametrize("opt", ["sgd_momentum", "adam"])
-def test_lr_changed_by_hand_between_calls(opt):
-    def between(w, i):
-        for g in w.opt.param_groups:
-            g["lr"] = 0.05 / (1 + i) if i % 4 else 0.0
-
-    vs_eager(classifier(OPTIMIZERS[opt]), between=between)
+def _lr_by_hand(w, i):
+    for g in w.opt.param_groups:
+        g["lr"] = 0.05 / (1 + i) if i % 4 else 0.0
 
 
-def test_momentum_and_betas_changed_by_hand_between_calls():
-    def between(w, i):
-        for g in w.opt.param_groups:
-            if "momentum" in g:
-                g["momentum"] = 0.9 if i < 10 else 0.5 if i < 20 else 0.0
-                g["nesterov"] = 10 <= i < 20
-            else:
-                g["betas"] = (0.9, 0.999) if i < 15 else (0.5, 0.9)
-
-    vs_eager(classifier(OPTIMIZERS["sgd_momentum"]), between=between)
-    vs_eager(classifier(OPTIMIZERS["adam"]), between=between)
+def _momentum_and_betas_by_hand(w, i):
+    for g in w.opt.param_groups:
+        if "momentum" in g:
+            g["momentum"] = 0.9 if i < 10 else 0.5 if i < 20 else 0.0
+            g["nesterov"] = 10 <= i < 20
+        else:
+            g["betas"] = (0.9, 0.999) if i < 15 else (0.5, 0.9)
 
 
-def test_float64_model_matches_eager():
-    def build():
-        model = mlp().to(np.float64)
-        opt = Adam(model.parameters(), lr=1e-2)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    vs_eager(build, batch=lambda i: _data(i, dtype=np.float64))
+def _float64_mlp():
+    model = mlp().to(np.float64)
+    opt = Adam(model.parameters(), lr=1e-2)
+    return world(_train(opt, _xent(model)), [model], opt)
 
 
-def test_dropout_draws_the_same_masks():
-    st = vs_eager(classifier(OPTIMIZERS["sgd_momentum"], extra=(nn.Dropout(0.3),)))
-    assert st.replays == N - 2
-
-
-def test_dropout_functional_with_p_as_an_argument():
+def _dropout_functional():
     """F.dropout with a Python-scalar p (part of the signature) beside nn.Dropout."""
-    def build():
-        model = mlp(nn.Dropout(0.5))
-        opt = Adam(model.parameters(), lr=1e-2)
-
-        def step(x, y, p):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(F.dropout(x, p)), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    def batch(i):
-        (x, y), _ = _data(i)
-        return (x, y, 0.2 if i < 15 else 0.4), {}
-
-    vs_eager(build, batch=batch, captures=2)
+    model = mlp(nn.Dropout(0.5))
+    opt = Adam(model.parameters(), lr=1e-2)
+    return world(_train(opt, lambda x, y, p: F.cross_entropy(model(F.dropout(x, p)), y)), [model], opt)
 
 
-def test_randn_inside_the_step():
+def _dropout_p_batch(i):
+    (x, y), _ = _data(i)
+    return (x, y, 0.2 if i < 15 else 0.4), {}
+
+
+def _randn_inside():
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        noise = mg.randn(*x.shape) * 0.1 + mg.rand(x.shape[0], 1)
+        perm = mg.randint(0, 2, size=(x.shape[0],))
+        loss = F.cross_entropy(model(x + noise), y) + (perm * 0).sum()
+        loss.backward()
+        opt.step()
+        return loss, noise
+
+    return world(step, [model], opt)
+
+
+def _batchnorm_mlp():
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    opt = SGD(model.parameters(), lr=0.1, momentum=0.9)
+    return world(_train(opt, _xent(model)), [model], opt)
+
+
+def _conv2d_and_pooling():
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(4, 4, 3, stride=1), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(4, 3))
+    opt = AdamW(model.parameters(), lr=1e-2)
+    return world(_train(opt, _xent(model)), [model], opt)
+
+
+class _LayersNet(nn.Module):
+    """Conv1d and pooling with padding (max with its indices), adaptive pooling, the activations
+    (GELU exact and tanh, SiLU, Sigmoid, Softmax), in one model."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(2, 4, 3, padding=2, dilation=2)
+        self.conv2 = nn.Conv2d(1, 2, 3, padding=1, stride=2)
+        self.lin = nn.Linear(4 * 2 + 2 * 2 * 2, 6)
+        self.gelu, self.gelu_tanh, self.silu = nn.GELU(), nn.GELU(approximate="tanh"), nn.SiLU()
+
+    def forward(self, a, b):
+        h = self.gelu(self.conv1(a))
+        h, where = F.max_pool1d(h, 3, stride=2, padding=1, return_indices=True)
+        h = F.avg_pool1d(F.pad(h, (1, 0)), 2) + 0.0 * where.astype(h.dtype).sum()
+        g = self.silu(self.conv2(b))
+        g = F.max_pool2d(g, 3, stride=2, padding=1) + F.avg_pool2d(g, 3, stride=1, padding=1,
+                                                        count_include_pad=False)[..., ::2, ::2]
+        g = F.adaptive_avg_pool2d(g, (2, 2))
+        z = mg.concatenate([h.reshape(h.shape[0], -1), g.reshape(g.shape[0], -1)], axis=1)
+        return self.gelu_tanh(self.lin(z))
+
+
+def _layers_and_losses():
+    """_LayersNet trained on every loss at once."""
+    model = _LayersNet()
+    opt = Adam(model.parameters(), lr=1e-2)
+
+    def loss_of(a, b, y, t):
+        out = model(a, b)
+        return (F.cross_entropy(out[:, :3], y) + F.nll_loss(F.log_softmax(out[:, 3:], dim=1), y)
+                + F.binary_cross_entropy_with_logits(out[:, :3], t) + F.mse_loss(F.sigmoid(out), F.softmax(out, dim=1))
+                + F.tanh(out).mean() + F.relu(out).mean())
+
+    return world(_train(opt, loss_of), [model], opt)
+
+
+def _layers_batch(i):
+    rng = np.random.default_rng(i)
+    f = np.float32
+    return (mg.tensor(rng.standard_normal((5, 2, 8)).astype(f)), mg.tensor(rng.standard_normal((5, 1, 7, 7)).astype(f)),
+            mg.tensor(rng.integers(0, 3, 5)), mg.tensor((rng.random((5, 3)) < 0.5).astype(f))), {}
+
+
+_TABLE = np.linspace(0.5, 1.5, 3).astype(np.float32)
+
+
+def _tensors_made_inside():
+    """mg.tensor of a host constant, of a list and of an intermediate, factories, and a tensor
+    made in the step then written in place: made again on each replay, as eager makes them."""
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        logits = model(x)
+        weights = mg.tensor(_TABLE)                      # a copy of a host constant
+        weights *= 2.0                                   # written in place: the next call starts again
+        shift = mg.tensor([[0.1, -0.1, 0.0]])            # from a list
+        frozen = mg.tensor(logits.detach())              # a copy of an intermediate
+        frozen += 1.0
+        buf = mg.zeros(x.shape[0], 3)
+        buf[:, 1] = logits[:, 1].detach()
+        buf.add_(mg.ones_like(buf) * mg.arange(3).astype(buf.dtype) + mg.full((1, 3), 0.5))
+        loss = F.cross_entropy(logits * weights + shift, y) + 1e-3 * (frozen * buf).mean()
+        loss.backward()
+        opt.step()
+        return loss, weights, frozen, buf
+
+    return world(step, [model], opt)
+
+
+class _Attention(nn.Module):
+    def __init__(self, d=8):
+        super().__init__()
+        self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
+        self.d = d
+
+    def forward(self, x):
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        a = F.softmax(mg.einsum("bqd,bkd->bqk", q, k) / math.sqrt(self.d), dim=-1)
+        return self.o(mg.einsum("bqk,bkd->bqd", a, v))
+
+
+def _einsum_attention():
+    model = _Attention()
+    opt = Adam(model.parameters(), lr=1e-2)
+    return world(_train(opt, lambda x, y: F.mse_loss(model(x), y)), [model], opt)
+
+
+def _attention_batch(i):
+    rng = np.random.default_rng(i)
+    return (mg.tensor(rng.standard_normal((2, 5, 8)).astype(np.float32)),
+            mg.tensor(rng.standard_normal((2, 5, 8)).astype(np.float32))), {}
+
+
+def _embedding_and_layernorm():
+    emb, norm, head = nn.Embedding(10, 8), nn.LayerNorm(8), nn.Linear(8, 3)
+    opt = AdamW(list(emb.parameters()) + list(norm.parameters()) + list(head.parameters()), lr=1e-2)
+    return world(_train(opt, lambda tokens, y: F.cross_entropy(head(norm(emb(tokens)).mean(axis=1)), y)),
+                 [emb, norm, head], opt)
+
+
+def _tokens_batch(i):
+    rng = np.random.default_rng(i)
+    return (mg.tensor(rng.integers(0, 10, (6, 5))), mg.tensor(rng.integers(0, 3, 6))), {}
+
+
+def _sparse_matmul_and_sum():
+    rng = np.random.default_rng(7)
+    idx = np.array([[0, 1, 1, 2, 3, 3], [2, 0, 5, 1, 4, 0]])
+    s = mg.sparse.coo_tensor(idx, rng.standard_normal(6).astype(np.float32), (4, 6), requires_grad=True)
+    a = mg.sparse.coo_tensor(idx, rng.standard_normal(6).astype(np.float32), (4, 6))  # a constant
+    w = mg.tensor(rng.standard_normal((6, 3)).astype(np.float32), requires_grad=True)
+    opt = SGD([s.values, w], lr=0.05, momentum=0.9)
+
+    def loss_of(x, y):
+        h = mg.sparse.matmul(s, w) + mg.sparse.matmul(a, x)   # sparse @ dense, both layouts
+        col = mg.sparse.sum(s, axis=0).to_dense()              # sparse sum: a sparse (6,)
+        return F.cross_entropy(h, y) + (col * col).sum() * 0.01 + mg.sparse.sum(s) * 0.1
+
+    return world(_train(opt, loss_of), opt=opt, tensors=[s.values, w])
+
+
+def _sparse_csr_matmul():
+    rng = np.random.default_rng(3)
+    dense = rng.standard_normal((4, 6)) * (rng.random((4, 6)) < 0.4)
+    s = mg.tensor(dense.astype(np.float32)).to_sparse_csr()
+    w = mg.tensor(rng.standard_normal((6, 3)).astype(np.float32), requires_grad=True)
+    opt = Adam([w], lr=1e-2)
+    return world(_train(opt, lambda x, y: F.cross_entropy(mg.sparse.matmul(s, w * x), y)), opt=opt, tensors=[w])
+
+
+def _sparse_batch(i):
+    rng = np.random.default_rng(i)
+    return (mg.tensor(rng.standard_normal((6, 3)).astype(np.float32)), mg.tensor(rng.integers(0, 3, 4))), {}
+
+
+class ScaledTanh(mg.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, s):
+        y = (x * s).tanh()
+        ctx.save_for_backward(x, s, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, g):
+        x, s, y = ctx.saved_tensors
+        d = g * (1 - y * y)
+        return d * s, (d * x).sum(axis=0)
+
+
+def _autograd_function():
+    lin, head = nn.Linear(4, 8), nn.Linear(8, 3)
+    s = mg.tensor(np.linspace(0.5, 1.5, 8, dtype=np.float32), requires_grad=True)
+    opt = Adam(list(lin.parameters()) + [s] + list(head.parameters()), lr=1e-2)
+    return world(_train(opt, lambda x, y: F.cross_entropy(head(ScaledTanh.apply(lin(x), s)), y)), [lin, head], opt,
+                 tensors=[s])
+
+
+def _inplace_ops_on_intermediates():
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+    lin1, lin2 = model[0], model[2]
+
+    def step(x, y):
+        opt.zero_grad()
+        h = lin1(x)
+        h.mul_(2.0)
+        h[:, 0] = 0.0
+        h += 0.5
+        h.clamp_(min=0.0)
+        h[1:3] *= 3.0  # through a view
+        loss = F.cross_entropy(lin2(h), y)
+        loss.backward()
+        opt.step()
+        return loss, h
+
+    return world(step, [model], opt)
+
+
+def _inplace_on_a_no_grad_buffer():
+    """A running average kept by hand in a plain tensor (read live, written in place)."""
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05)
+    avg = mg.zeros(())
+    count = mg.zeros((), dtype=np.int64)
+
+    train = _train(opt, _xent(model))
+
+    def step(x, y):
+        loss = train(x, y)
+        with mg.no_grad():
+            avg.mul_(0.9).add_(loss.detach() * 0.1)
+            count.add_(1)
+        return loss
+
+    return world(step, [model], opt, tensors=[avg, count])
+
+
+_ROWS = np.array([0, 2, 2, 5])
+
+
+def _constant_index_array():
+    """x[np.array(...)] inside the step: backward reads the index array (saved by the op) again."""
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+    return world(_train(opt, lambda x, y: F.cross_entropy(model(x)[_ROWS], y[_ROWS])), [model], opt)
+
+
+def _inplace_write_into_a_grad():
+    """Gradients scaled in place between backward and the update (as a loss-scale unscaling does)."""
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        (loss * 8.0).backward()
+        for p in model.parameters():
+            p.grad.div_(8.0)
+        opt.step()
+        return loss
+
+    return world(step, [model], opt)
+
+
+def _clip_grad_norm(norm_type):
     def build():
         model = mlp()
-        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            noise = mg.randn(*x.shape) * 0.1 + mg.rand(x.shape[0], 1)
-            perm = mg.randint(0, 2, size=(x.shape[0],))
-            loss = F.cross_entropy(model(x + noise), y) + (perm * 0).sum()
-            loss.backward()
-            opt.step()
-            return loss, noise
-
-        return world(step, [model], opt)
-
-    vs_eager(build)
-
-
-def test_batchnorm_running_statistics():
-    def build():
-        model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
         opt = SGD(model.parameters(), lr=0.1, momentum=0.9)
 
         def step(x, y):
             opt.zero_grad()
             loss = F.cross_entropy(model(x), y)
             loss.backward()
+            total = mg.nn.utils.clip_grad_norm_(model.parameters(), 0.3, norm_type=norm_type)
             opt.step()
-            return loss
+            return loss, total
 
         return world(step, [model], opt)
+    return build
 
-    vs_eager(build)
+
+def _some_clip_batch(i):  # some steps clip, some do not
+    (x, y), _ = _data(i)
+    return (x * (0.05 if i % 3 else 4.0), y), {}
+
+
+def _clip_grad_value():
+    model = mlp()
+    opt = Adam(model.parameters(), lr=1e-2)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        mg.nn.utils.clip_grad_value_(model.parameters(), 0.05)
+        opt.step()
+        return loss
+
+    return world(step, [model], opt)
+
+
+def _mg_grad_with_a_manual_update():
+    model = mlp()
+    params = list(model.parameters())
+
+    def step(x, y):
+        loss = F.cross_entropy(model(x), y)
+        grads = mg.grad(loss, params)
+        with mg.no_grad():
+            for p, g in zip(params, grads, strict=True):
+                p -= 0.1 * g
+        return loss, grads
+
+    return world(step, [model])
+
+
+def _gradient_penalty():
+    """A gradient penalty: mg.grad with create_graph=True, then backward through it."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = Adam(model.parameters(), lr=1e-2)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        (gx,) = mg.grad(loss, [x], create_graph=True)
+        total = loss + (gx * gx).sum()
+        total.backward()
+        opt.step()
+        return total, gx
+
+    return world(step, [model], opt)
+
+
+def _inputs_require_grad(i):
+    (x, y), _ = _data(i)
+    return (x.requires_grad_(), y), {}
+
+
+def _backward_of_a_gradient():
+    w = mg.tensor(np.linspace(-1, 1, 4, dtype=np.float32), requires_grad=True)
+    opt = SGD([w], lr=0.01)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ((x * w).tanh().sum(axis=1) ** 2).mean()
+        (g,) = mg.grad(loss, [w], create_graph=True)
+        (g * g).sum().backward()
+        opt.step()
+        return loss, g
+
+    return world(step, opt=opt, tensors=[w])
+
+
+def _penalty_on_recorded_grads():
+    """backward(create_graph=True) sets each .grad to a recorded tensor; the step reads them, and
+    the optimizer steps on them."""
+    model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
+    opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward(create_graph=True)
+        penalty = mg.stack([(p.grad * p.grad).sum() for p in model.parameters()]).sum()
+        opt.step()
+        return loss, penalty
+
+    return world(step, [model], opt)
+
+
+def _grad_assigned_inside():
+    model = mlp()
+    opt = Adam(model.parameters(), lr=1e-2)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        for p in model.parameters():
+            p.grad = p.grad * 0.5 + 0.01
+        model[2].bias.grad = None  # this one is not updated
+        opt.step()
+        return loss
+
+    return world(step, [model], opt)
+
+
+def _target_network():
+    """A target network updated from the trained one (an exponential moving average of its
+    parameters, read through .detach()) inside the step."""
+    model, target = mlp(), mlp()
+    opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y) + 0.1 * F.mse_loss(model(x), target(x).detach())
+        loss.backward()
+        opt.step()
+        with mg.no_grad():
+            for p, q in zip(model.parameters(), target.parameters(), strict=True):
+                q.mul_(0.9).add_(p.detach() * 0.1)
+        return loss
+
+    return world(step, [model, target], opt)
+
+
+@functools.cache
+def _example(name):
+    return load_example(name)
+
+
+@functools.cache
+def _char_text():
+    return _example("char_transformer").load_text()
+
+
+def _char_transformer():
+    """examples/char_transformer.py's training step (token and position embeddings, causal
+    attention with einsum, dropout, GELU, LayerNorm, clip_grad_norm_, AdamW with two parameter
+    groups, cosine schedule stepped inside)."""
+    ex = _example("char_transformer")
+    vocab, _, _ = _char_text()
+    model = ex.CharTransformer(len(vocab), context=16, d_model=32, n_heads=4, n_layers=1)
+    decay = [p for n, p in model.named_parameters() if n.endswith("weight") and p.ndim == 2]
+    other = [p for n, p in model.named_parameters() if not (n.endswith("weight") and p.ndim == 2)]
+    opt = AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
+                lr=3e-3, betas=(0.9, 0.98))
+    sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=N)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = ex.loss_of(model, x, y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        return loss
+
+    return world(step, [model], opt, sched)
+
+
+def _char_batch(i):
+    ex = _example("char_transformer")
+    x, y = ex.batches(_char_text()[1], 16, 4, np.random.default_rng(i))
+    return (mg.tensor(x), mg.tensor(y)), {}
+
+
+def _digits_cnn():
+    """examples/cnn_digits.py's model (conv, padding, max pooling) with its AdamW and cosine schedule."""
+    ex = _example("cnn_digits")
+    model = ex.DigitsCNN(c1=8, c2=8)
+    opt = AdamW(model.parameters(), lr=ex.LR, weight_decay=1e-4)
+    sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=N)
+    return world(_train(opt, _xent(model), sched), [model], opt, sched)
+
+
+def _returning(kind):
+    """A step that returns a tuple, a dict, a list with None, or None."""
+    def build():
+        model = mlp()
+        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+        def step(x, y):
+            opt.zero_grad()
+            logits = model(x)
+            loss = F.cross_entropy(logits, y)
+            loss.backward()
+            opt.step()
+            if kind == "tuple":
+                return loss, logits, (logits.argmax(axis=1) == y).astype(np.float32).mean()
+            if kind == "dict":
+                return {"loss": loss, "logits": logits, "n": 16, "name": "ok"}
+            if kind == "list":
+                return [loss, None, x]
+            return None
+
+        return world(step, [model], opt)
+    return build
+
+
+def _scalar_arguments():
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+    def step(x, y, scale, smooth=False):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x * scale), y)
+        if smooth:
+            loss = loss + 0.1 * (model(x) ** 2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+
+    return world(step, [model], opt)
+
+
+_SCALES = [0.5] * 5 + [2.0] * 5 + [0.5] * 5 + [2.0, 0.5] * 8
+
+
+def _scalar_batch(i):
+    (x, y), _ = _data(i)
+    return (x, y, _SCALES[i]), {"smooth": i >= 20}
+
+
+def _keyword_arguments():
+    model = mlp()
+    opt = Adam(model.parameters(), lr=1e-2)
+
+    def step(*, inputs, target, weight=1.0):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(inputs), target) * weight
+        loss.backward()
+        opt.step()
+        return {"loss": loss}
+
+    return world(step, [model], opt)
+
+
+def _keyword_batch(i):
+    (x, y), _ = _data(i)
+    return (), {"target": y, "inputs": x, "weight": 0.5}
+
+
+def _container_arguments():
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05)
+    return world(_train(opt, lambda batch, extra: F.cross_entropy(model(batch["x"] + extra[0]), batch["y"])),
+                 [model], opt)
+
+
+def _container_batch(i):
+    (x, y), _ = _data(i)
+    shift = mg.backend.to_device(np.full((4,), 0.01 * i, np.float32), x.device)
+    return ({"x": x, "y": y}, [mg.tensor(shift)]), {}
+
+
+EQUAL = [
+    *(_row(f"optimizer-{o}", classifier(OPTIMIZERS[o])) for o in OPTIMIZERS),
+    *(_row(f"scheduler-{o}-{s}-{where}", classifier(OPTIMIZERS[o], SCHEDULERS[s], sched_inside=where == "inside"),
+           between=None if where == "inside" else _sched_by_hand, expect={"replays": N - 2})
+      for o in ("sgd_momentum", "adamw") for s in SCHEDULERS for where in ("inside", "outside")),
+    *(_row(f"lr_changed_by_hand-{o}", classifier(OPTIMIZERS[o]), between=_lr_by_hand) for o in ("sgd_momentum", "adam")),
+    *(_row(f"momentum_and_betas_changed_by_hand-{o}", classifier(OPTIMIZERS[o]), between=_momentum_and_betas_by_hand)
+      for o in ("sgd_momentum", "adam")),
+    _row("float64_model", _float64_mlp, batch=lambda i: _data(i, dtype=np.float64)),
+    _row("dropout_draws_the_same_masks", classifier(OPTIMIZERS["sgd_momentum"], extra=(nn.Dropout(0.3),)),
+         expect={"replays": N - 2}),
+    _row("dropout_functional_with_p_as_an_argument", _dropout_functional, batch=_dropout_p_batch, captures=2),
+    _row("randn_inside_the_step", _randn_inside),
+    _row("batchnorm_running_statistics", _batchnorm_mlp),
+    _row("conv2d_and_pooling", _conv2d_and_pooling, batch=lambda i: _data(i, shape=(6, 1, 8, 8)), n=12),
+    _row("more_layers_activations_and_losses", _layers_and_losses, batch=_layers_batch, n=12),
+    _row("tensors_made_inside_the_step", _tensors_made_inside),
+    _row("einsum_attention", _einsum_attention, batch=_attention_batch),
+    _row("embedding_and_layernorm", _embedding_and_layernorm, batch=_tokens_batch),
+    _row("sparse_matmul_and_sum", _sparse_matmul_and_sum, batch=_sparse_batch),
+    _row("sparse_csr_matmul", _sparse_csr_matmul, batch=_sparse_batch),
+    _row("autograd_function", _autograd_function),
+    _row("inplace_ops_on_intermediates", _inplace_ops_on_intermediates),
+    _row("inplace_on_a_no_grad_buffer_inside_the_step", _inplace_on_a_no_grad_buffer),
+    _row("indexing_with_a_constant_index_array", _constant_index_array),
+    _row("inplace_write_into_a_grad_inside_the_step", _inplace_write_into_a_grad),
+    *(_row(f"clip_grad_norm_inside-{t}", _clip_grad_norm(t), batch=_some_clip_batch) for t in (2.0, 1.0, math.inf)),
+    _row("clip_grad_value_inside", _clip_grad_value),
+    _row("mg_grad_inside_with_a_manual_update", _mg_grad_with_a_manual_update),
+    _row("create_graph_double_backward_inside", _gradient_penalty, batch=_inputs_require_grad),
+    _row("backward_with_create_graph_inside", _backward_of_a_gradient),
+    _row("backward_create_graph_then_a_penalty_on_the_gradients", _penalty_on_recorded_grads),
+    _row("grad_assigned_inside_the_step", _grad_assigned_inside),
+    _row("detach_of_a_parameter_inside_the_step", _target_network),
+    _row("example_char_transformer_training_step", _char_transformer, batch=_char_batch, n=12),
+    _row("example_digits_cnn_training_step", _digits_cnn,
+         batch=lambda i: _data(i, shape=(16, 1, 8, 8), classes=10), n=12),
+    *(_row(f"returns_{kind}", _returning(kind)) for kind in ("tuple", "dict", "list", "none")),
+    # signatures (0.5, False), (2.0, False), (2.0, True), (0.5, True): each eager once, captured once
+    _row("python_scalar_arguments_make_new_signatures", _scalar_arguments, batch=_scalar_batch, captures=None,
+         expect={"eager": 4, "captures": 4, "replays": N - 8, "fallbacks": 0}),
+    _row("keyword_arguments", _keyword_arguments, batch=_keyword_batch),
+    _row("array_and_nested_container_arguments", _container_arguments, batch=_container_batch),
+]
+
+
+@pytest.mark.parametrize("case", EQUAL)
+def test_compiled_equals_eager(case):
+    compare(case)
 
 
 def test_batchnorm_eval_step_after_training():
@@ -805,570 +1314,6 @@ def test_batchnorm_eval_step_after_training():
     assert train.stats.replays == N - 2 and evaluate.stats.replays == N - 2
 
 
-def test_conv2d_and_pooling():
-    def build():
-        model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
-                              nn.Conv2d(4, 4, 3, stride=1), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(4, 3))
-        opt = AdamW(model.parameters(), lr=1e-2)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    vs_eager(build, batch=lambda i: _data(i, shape=(6, 1, 8, 8)), n=12)
-
-
-def test_more_layers_activations_and_losses():
-    """Conv1d and pooling with padding (max with its indices), adaptive pooling, the activations
-    (GELU exact and tanh, SiLU, Sigmoid, Softmax) and the losses, in one model."""
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv1 = nn.Conv1d(2, 4, 3, padding=2, dilation=2)
-            self.conv2 = nn.Conv2d(1, 2, 3, padding=1, stride=2)
-            self.lin = nn.Linear(4 * 2 + 2 * 2 * 2, 6)
-            self.gelu, self.gelu_tanh, self.silu = nn.GELU(), nn.GELU(approximate="tanh"), nn.SiLU()
-
-        def forward(self, a, b):
-            h = self.gelu(self.conv1(a))
-            h, where = F.max_pool1d(h, 3, stride=2, padding=1, return_indices=True)
-            h = F.avg_pool1d(F.pad(h, (1, 0)), 2) + 0.0 * where.astype(h.dtype).sum()
-            g = self.silu(self.conv2(b))
-            g = F.max_pool2d(g, 3, stride=2, padding=1) + F.avg_pool2d(g, 3, stride=1, padding=1,
-                                                            count_include_pad=False)[..., ::2, ::2]
-            g = F.adaptive_avg_pool2d(g, (2, 2))
-            z = mg.concatenate([h.reshape(h.shape[0], -1), g.reshape(g.shape[0], -1)], axis=1)
-            return self.gelu_tanh(self.lin(z))
-
-    def build():
-        model = Net()
-        opt = Adam(model.parameters(), lr=1e-2)
-
-        def step(a, b, y, t):
-            opt.zero_grad()
-            out = model(a, b)
-            loss = (F.cross_entropy(out[:, :3], y) + F.nll_loss(F.log_softmax(out[:, 3:], dim=1), y)
-                    + F.binary_cross_entropy_with_logits(out[:, :3], t) + F.mse_loss(F.sigmoid(out), F.softmax(out, dim=1))
-                    + F.tanh(out).mean() + F.relu(out).mean())
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    def batch(i):
-        rng = np.random.default_rng(i)
-        f = np.float32
-        return (mg.tensor(rng.standard_normal((5, 2, 8)).astype(f)), mg.tensor(rng.standard_normal((5, 1, 7, 7)).astype(f)),
-                mg.tensor(rng.integers(0, 3, 5)), mg.tensor((rng.random((5, 3)) < 0.5).astype(f))), {}
-
-    vs_eager(build, batch=batch, n=12)
-
-
-def test_tensors_made_inside_the_step():
-    """mg.tensor of a host constant, of a list and of an intermediate, factories, and a tensor
-    made in the step then written in place: made again on each replay, as eager makes them."""
-    table = np.linspace(0.5, 1.5, 3).astype(np.float32)
-
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            logits = model(x)
-            weights = mg.tensor(table)                       # a copy of a host constant
-            weights *= 2.0                                   # written in place: the next call starts again
-            shift = mg.tensor([[0.1, -0.1, 0.0]])            # from a list
-            frozen = mg.tensor(logits.detach())              # a copy of an intermediate
-            frozen += 1.0
-            buf = mg.zeros(x.shape[0], 3)
-            buf[:, 1] = logits[:, 1].detach()
-            buf.add_(mg.ones_like(buf) * mg.arange(3).astype(buf.dtype) + mg.full((1, 3), 0.5))
-            loss = F.cross_entropy(logits * weights + shift, y) + 1e-3 * (frozen * buf).mean()
-            loss.backward()
-            opt.step()
-            return loss, weights, frozen, buf
-
-        return world(step, [model], opt)
-
-    vs_eager(build)
-
-
-def test_einsum_attention():
-    class Attention(nn.Module):
-        def __init__(self, d=8):
-            super().__init__()
-            self.q, self.k, self.v, self.o = (nn.Linear(d, d) for _ in range(4))
-            self.d = d
-
-        def forward(self, x):
-            q, k, v = self.q(x), self.k(x), self.v(x)
-            a = F.softmax(mg.einsum("bqd,bkd->bqk", q, k) / math.sqrt(self.d), dim=-1)
-            return self.o(mg.einsum("bqk,bkd->bqd", a, v))
-
-    def build():
-        model = Attention()
-        opt = Adam(model.parameters(), lr=1e-2)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    def batch(i):
-        rng = np.random.default_rng(i)
-        return (mg.tensor(rng.standard_normal((2, 5, 8)).astype(np.float32)),
-                mg.tensor(rng.standard_normal((2, 5, 8)).astype(np.float32))), {}
-
-    vs_eager(build, batch=batch)
-
-
-def test_embedding_and_layernorm():
-    def build():
-        emb, norm, head = nn.Embedding(10, 8), nn.LayerNorm(8), nn.Linear(8, 3)
-        opt = AdamW(list(emb.parameters()) + list(norm.parameters()) + list(head.parameters()), lr=1e-2)
-
-        def step(tokens, y):
-            opt.zero_grad()
-            h = norm(emb(tokens)).mean(axis=1)
-            loss = F.cross_entropy(head(h), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [emb, norm, head], opt)
-
-    def batch(i):
-        rng = np.random.default_rng(i)
-        return (mg.tensor(rng.integers(0, 10, (6, 5))), mg.tensor(rng.integers(0, 3, 6))), {}
-
-    vs_eager(build, batch=batch)
-
-
-def test_sparse_matmul_and_sum():
-    def build():
-        rng = np.random.default_rng(7)
-        idx = np.array([[0, 1, 1, 2, 3, 3], [2, 0, 5, 1, 4, 0]])
-        s = mg.sparse.coo_tensor(idx, rng.standard_normal(6).astype(np.float32), (4, 6), requires_grad=True)
-        a = mg.sparse.coo_tensor(idx, rng.standard_normal(6).astype(np.float32), (4, 6))  # a constant
-        w = mg.tensor(rng.standard_normal((6, 3)).astype(np.float32), requires_grad=True)
-        opt = SGD([s.values, w], lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            h = mg.sparse.matmul(s, w) + mg.sparse.matmul(a, x)   # sparse @ dense, both layouts
-            col = mg.sparse.sum(s, axis=0).to_dense()              # sparse sum: a sparse (6,)
-            loss = F.cross_entropy(h, y) + (col * col).sum() * 0.01 + mg.sparse.sum(s) * 0.1
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, opt=opt, tensors=[s.values, w])
-
-    def batch(i):
-        rng = np.random.default_rng(i)
-        return (mg.tensor(rng.standard_normal((6, 3)).astype(np.float32)), mg.tensor(rng.integers(0, 3, 4))), {}
-
-    vs_eager(build, batch=batch)
-
-
-def test_sparse_csr_matmul():
-    def build():
-        rng = np.random.default_rng(3)
-        dense = rng.standard_normal((4, 6)) * (rng.random((4, 6)) < 0.4)
-        s = mg.tensor(dense.astype(np.float32)).to_sparse_csr()
-        w = mg.tensor(rng.standard_normal((6, 3)).astype(np.float32), requires_grad=True)
-        opt = Adam([w], lr=1e-2)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(mg.sparse.matmul(s, w * x), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, opt=opt, tensors=[w])
-
-    def batch(i):
-        rng = np.random.default_rng(i)
-        return (mg.tensor(rng.standard_normal((6, 3)).astype(np.float32)), mg.tensor(rng.integers(0, 3, 4))), {}
-
-    vs_eager(build, batch=batch)
-
-
-class ScaledTanh(mg.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, s):
-        y = (x * s).tanh()
-        ctx.save_for_backward(x, s, y)
-        return y
-
-    @staticmethod
-    def backward(ctx, g):
-        x, s, y = ctx.saved_tensors
-        d = g * (1 - y * y)
-        return d * s, (d * x).sum(axis=0)
-
-
-def test_autograd_function():
-    def build():
-        lin, head = nn.Linear(4, 8), nn.Linear(8, 3)
-        s = mg.tensor(np.linspace(0.5, 1.5, 8, dtype=np.float32), requires_grad=True)
-        opt = Adam(list(lin.parameters()) + [s] + list(head.parameters()), lr=1e-2)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(head(ScaledTanh.apply(lin(x), s)), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [lin, head], opt, tensors=[s])
-
-    vs_eager(build)
-
-
-def test_inplace_ops_on_intermediates():
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-        lin1, lin2 = model[0], model[2]
-
-        def step(x, y):
-            opt.zero_grad()
-            h = lin1(x)
-            h.mul_(2.0)
-            h[:, 0] = 0.0
-            h += 0.5
-            h.clamp_(min=0.0)
-            h[1:3] *= 3.0  # through a view
-            loss = F.cross_entropy(lin2(h), y)
-            loss.backward()
-            opt.step()
-            return loss, h
-
-        return world(step, [model], opt)
-
-    vs_eager(build)
-
-
-def test_inplace_on_a_no_grad_buffer_inside_the_step():
-    """A running average kept by hand in a plain tensor (read live, written in place)."""
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.05)
-        avg = mg.zeros(())
-        count = mg.zeros((), dtype=np.int64)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            with mg.no_grad():
-                avg.mul_(0.9).add_(loss.detach() * 0.1)
-                count.add_(1)
-            return loss
-
-        return world(step, [model], opt, tensors=[avg, count])
-
-    vs_eager(build)
-
-
-def test_indexing_with_a_constant_index_array():
-    """x[np.array(...)] inside the step: backward reads the index array (saved by the op) again."""
-    rows = np.array([0, 2, 2, 5])
-
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x)[rows], y[rows])
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    vs_eager(build)
-
-
-def test_inplace_write_into_a_grad_inside_the_step():
-    """Gradients scaled in place between backward and the update (as a loss-scale unscaling does)."""
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            (loss * 8.0).backward()
-            for p in model.parameters():
-                p.grad.div_(8.0)
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    vs_eager(build)
-
-
-@pytest.mark.parametrize("norm_type", [2.0, 1.0, math.inf])
-def test_clip_grad_norm_inside(norm_type):
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.1, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            total = mg.nn.utils.clip_grad_norm_(model.parameters(), 0.3, norm_type=norm_type)
-            opt.step()
-            return loss, total
-
-        return world(step, [model], opt)
-
-    def batch(i):  # some steps clip, some do not
-        (x, y), _ = _data(i)
-        return (x * (0.05 if i % 3 else 4.0), y), {}
-
-    vs_eager(build, batch=batch)
-
-
-def test_clip_grad_value_inside():
-    def build():
-        model = mlp()
-        opt = Adam(model.parameters(), lr=1e-2)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            mg.nn.utils.clip_grad_value_(model.parameters(), 0.05)
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    vs_eager(build)
-
-
-def test_mg_grad_inside_with_a_manual_update():
-    def build():
-        model = mlp()
-        params = list(model.parameters())
-
-        def step(x, y):
-            loss = F.cross_entropy(model(x), y)
-            grads = mg.grad(loss, params)
-            with mg.no_grad():
-                for p, g in zip(params, grads, strict=True):
-                    p -= 0.1 * g
-            return loss, grads
-
-        return world(step, [model])
-
-    vs_eager(build)
-
-
-def test_create_graph_double_backward_inside():
-    """A gradient penalty: mg.grad with create_graph=True, then backward through it."""
-    def build():
-        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
-        opt = Adam(model.parameters(), lr=1e-2)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            (gx,) = mg.grad(loss, [x], create_graph=True)
-            total = loss + (gx * gx).sum()
-            total.backward()
-            opt.step()
-            return total, gx
-
-        return world(step, [model], opt)
-
-    def batch(i):
-        (x, y), _ = _data(i)
-        return (x.requires_grad_(), y), {}
-
-    vs_eager(build, batch=batch)
-
-
-def test_backward_with_create_graph_inside():
-    def build():
-        w = mg.tensor(np.linspace(-1, 1, 4, dtype=np.float32), requires_grad=True)
-        opt = SGD([w], lr=0.01)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = ((x * w).tanh().sum(axis=1) ** 2).mean()
-            (g,) = mg.grad(loss, [w], create_graph=True)
-            (g * g).sum().backward()
-            opt.step()
-            return loss, g
-
-        return world(step, opt=opt, tensors=[w])
-
-    vs_eager(build)
-
-
-def test_backward_create_graph_then_a_penalty_on_the_gradients():
-    """backward(create_graph=True) sets each .grad to a recorded tensor; the step reads them, and
-    the optimizer steps on them."""
-    def build():
-        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 3))
-        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward(create_graph=True)
-            penalty = mg.stack([(p.grad * p.grad).sum() for p in model.parameters()]).sum()
-            opt.step()
-            return loss, penalty
-
-        return world(step, [model], opt)
-
-    vs_eager(build)
-
-
-def test_grad_assigned_inside_the_step():
-    def build():
-        model = mlp()
-        opt = Adam(model.parameters(), lr=1e-2)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            for p in model.parameters():
-                p.grad = p.grad * 0.5 + 0.01
-            model[2].bias.grad = None  # this one is not updated
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    vs_eager(build)
-
-
-def test_detach_of_a_parameter_inside_the_step():
-    """A target network updated from the trained one (an exponential moving average of its
-    parameters, read through .detach()) inside the step."""
-    def build():
-        model, target = mlp(), mlp()
-        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y) + 0.1 * F.mse_loss(model(x), target(x).detach())
-            loss.backward()
-            opt.step()
-            with mg.no_grad():
-                for p, q in zip(model.parameters(), target.parameters(), strict=True):
-                    q.mul_(0.9).add_(p.detach() * 0.1)
-            return loss
-
-        return world(step, [model, target], opt)
-
-    vs_eager(build)
-
-
-def test_example_char_transformer_training_step():
-    """examples/char_transformer.py's training step (token and position embeddings, causal
-    attention with einsum, dropout, GELU, LayerNorm, clip_grad_norm_, AdamW with two parameter
-    groups, cosine schedule stepped inside)."""
-    ex = load_example("char_transformer")
-    vocab, ids, _ = ex.load_text()
-
-    def build():
-        model = ex.CharTransformer(len(vocab), context=16, d_model=32, n_heads=4, n_layers=1)
-        decay = [p for n, p in model.named_parameters() if n.endswith("weight") and p.ndim == 2]
-        other = [p for n, p in model.named_parameters() if not (n.endswith("weight") and p.ndim == 2)]
-        opt = AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
-                    lr=3e-3, betas=(0.9, 0.98))
-        sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=N)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = ex.loss_of(model, x, y)
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            sched.step()
-            return loss
-
-        return world(step, [model], opt, sched)
-
-    def batch(i):
-        x, y = ex.batches(ids, 16, 4, np.random.default_rng(i))
-        return (mg.tensor(x), mg.tensor(y)), {}
-
-    vs_eager(build, batch=batch, n=12)
-
-
-def test_example_digits_cnn_training_step():
-    """examples/cnn_digits.py's model (conv, padding, max pooling) with its AdamW and cosine schedule."""
-    ex = load_example("cnn_digits")
-
-    def build():
-        model = ex.DigitsCNN(c1=8, c2=8)
-        opt = AdamW(model.parameters(), lr=ex.LR, weight_decay=1e-4)
-        sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=N)
-
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            sched.step()
-            return loss
-
-        return world(step, [model], opt, sched)
-
-    vs_eager(build, batch=lambda i: _data(i, shape=(16, 1, 8, 8), classes=10), n=12)
-
-
-def test_returns_a_tuple_none_and_a_dict():
-    def make(kind):
-        def build():
-            model = mlp()
-            opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-            def step(x, y):
-                opt.zero_grad()
-                logits = model(x)
-                loss = F.cross_entropy(logits, y)
-                loss.backward()
-                opt.step()
-                if kind == "tuple":
-                    return loss, logits, (logits.argmax(axis=1) == y).astype(np.float32).mean()
-                if kind == "dict":
-                    return {"loss": loss, "logits": logits, "n": 16, "name": "ok"}
-                if kind == "list":
-                    return [loss, None, x]
-                return None
-
-            return world(step, [model], opt)
-        return build
-
-    for kind in ("tuple", "dict", "list", "none"):
-        vs_eager(make(kind))
-
 
 def test_returned_tensors_hold_the_replayed_values():
     mg.manual_seed(0)
@@ -1397,130 +1342,49 @@ def test_returned_tensors_hold_the_replayed_values():
     assert not outs[-1][0].requires_grad or outs[-1][0].grad_fn is None
 
 
-def test_python_scalar_arguments_make_new_signatures():
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.05, momentum=0.9)
-
-        def step(x, y, scale, smooth=False):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x * scale), y)
-            if smooth:
-                loss = loss + 0.1 * (model(x) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    scales = [0.5] * 5 + [2.0] * 5 + [0.5] * 5 + [2.0, 0.5] * 8
-
-    def batch(i):
-        (x, y), _ = _data(i)
-        return (x, y, scales[i]), {"smooth": i >= 20}
-
-    st = vs_eager(build, batch=batch, captures=None)
-    # signatures: (0.5, False), (2.0, False), (2.0, True), (0.5, True): each eager once, captured once
-    assert st.as_dict() == {"eager": 4, "captures": 4, "replays": N - 8, "fallbacks": 0}
-
-
-def test_keyword_arguments():
-    def build():
-        model = mlp()
-        opt = Adam(model.parameters(), lr=1e-2)
-
-        def step(*, inputs, target, weight=1.0):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(inputs), target) * weight
-            loss.backward()
-            opt.step()
-            return {"loss": loss}
-
-        return world(step, [model], opt)
-
-    def batch(i):
-        (x, y), _ = _data(i)
-        return (), {"target": y, "inputs": x, "weight": 0.5}
-
-    vs_eager(build, batch=batch)
-
-
-def test_array_and_nested_container_arguments():
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.05)
-
-        def step(batch, extra):
-            x, y = batch["x"], batch["y"]
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x + extra[0]), y)
-            loss.backward()
-            opt.step()
-            return loss
-
-        return world(step, [model], opt)
-
-    def batch(i):
-        (x, y), _ = _data(i)
-        shift = mg.backend.to_device(np.full((4,), 0.01 * i, np.float32), x.device)
-        return ({"x": x, "y": y}, [mg.tensor(shift)]), {}
-
-    vs_eager(build, batch=batch)
-
 
 # -- 4. signatures and stats -----------------------------------------------------------------------
 
 
-def test_new_shape_captures_again():
-    def batch(i):
-        return _data(i, shape=(16, 4) if i < 10 or i >= 20 else (8, 4))
-
-    st = vs_eager(_sgd_world(), batch=batch, captures=2)
-    assert st.as_dict() == {"eager": 2, "captures": 2, "replays": N - 4, "fallbacks": 0}
+def _shape_change_batch(i):
+    return _data(i, shape=(16, 4) if i < 10 or i >= 20 else (8, 4))
 
 
-def test_requires_grad_of_an_input_changes_the_signature():
-    def build():
-        model = mlp()
-        opt = SGD(model.parameters(), lr=0.05)
+def _returning_the_input_grad():
+    model = mlp()
+    opt = SGD(model.parameters(), lr=0.05)
 
-        def step(x, y):
-            opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss, x.grad
+    train = _train(opt, _xent(model))
 
-        return world(step, [model], opt)
+    def step(x, y):
+        return train(x, y), x.grad
 
-    def batch(i):
-        (x, y), _ = _data(i)
-        return (x.requires_grad_(10 <= i < 20), y), {}
-
-    st = vs_eager(build, batch=batch, captures=2)
-    assert st.eager == 2
+    return world(step, [model], opt)
 
 
-def test_dtype_of_an_input_changes_the_signature():
-    def build():
-        w = mg.tensor(np.linspace(-1, 1, 4), requires_grad=True)  # float64
-        opt = SGD([w], lr=0.01)
+def _input_requires_grad_for_a_while(i):
+    (x, y), _ = _data(i)
+    return (x.requires_grad_(10 <= i < 20), y), {}
 
-        def step(x):
-            opt.zero_grad()
-            loss = ((x * w).sum(axis=1) ** 2).mean()
-            loss.backward()
-            opt.step()
-            return loss
 
-        return world(step, opt=opt, tensors=[w])
+def _dtype_change_batch(i):
+    (x, _), _ = _data(i, dtype=np.float32 if i % 10 < 5 else np.float64)
+    return (x,), {}
 
-    def batch(i):
-        (x, _), _ = _data(i, dtype=np.float32 if i % 10 < 5 else np.float64)
-        return (x,), {}
 
-    st = vs_eager(build, batch=batch, captures=2)
-    assert st.eager == 2 and st.replays == N - 4
+SIGNATURES = [
+    _row("new_shape_captures_again", _sgd_world(), batch=_shape_change_batch, captures=2,
+         expect={"eager": 2, "captures": 2, "replays": N - 4, "fallbacks": 0}),
+    _row("requires_grad_of_an_input_changes_the_signature", _returning_the_input_grad,
+         batch=_input_requires_grad_for_a_while, captures=2, expect={"eager": 2}),
+    _row("dtype_of_an_input_changes_the_signature", _weighted_sum_world(np.linspace(-1, 1, 4), 0.01),  # float64
+         batch=_dtype_change_batch, captures=2, expect={"eager": 2, "replays": N - 4}),
+]
+
+
+@pytest.mark.parametrize("case", SIGNATURES)
+def test_signature(case):
+    compare(case)
 
 
 def test_stats_counts_and_repr():

@@ -92,3 +92,22 @@ def test_renamed_errors_keep_their_type_and_traceback():
         mg.sum(_x(), axis=(1, "a"))
     assert str(e.value).startswith("sum: every axis must be an int")
     assert "normalize_axis" in [f.name for f in e.traceback]  # where it was raised is still shown
+
+
+# -- NumPy's own errors inside an op's forward name the op, once -----------------------------------
+
+@pytest.mark.parametrize("expr, exc, name", [
+    (lambda: -mg.tensor([True, False]), TypeError, "neg"),               # "The numpy boolean negative ..."
+    (lambda: mg.tensor(True) - mg.tensor(False), TypeError, "sub"),
+    (lambda: mg.tensor([1, 2]) ** -1, ValueError, "pow"),               # "Integers to negative integer powers ..."
+])
+def test_numpys_errors_in_a_forward_start_with_the_op(expr, exc, name):
+    with pytest.raises(exc, match=f"^{name}: "):
+        expr()
+
+
+def test_an_error_that_names_its_op_is_not_named_twice():
+    with pytest.raises(ValueError, match=r"^add: operands could not be broadcast"):
+        mg.ones(2) + mg.ones(3)
+    with pytest.raises(ValueError, match=r"^pow_: Integers to negative integer powers"):
+        mg.tensor([1, 2]).pow_(-1)

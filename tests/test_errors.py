@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import dev
+from conftest import dev, raises_naming
 
 
 def ones(*shape, requires_grad=False):
@@ -209,3 +209,35 @@ def test_item_len_bool_misuse():
         mg.zeros(2.5)
     with pytest.raises(ValueError, match="tpu"):
         mg.tensor([1.0], device="tpu")
+
+
+# -- object arrays, string arguments, ragged lists, a sparse gradient ------------------------------
+
+def test_multiply_by_an_object_array_is_a_type_error():
+    x = mg.ones(2, requires_grad=True)
+    msg = raises_naming(TypeError, lambda: x * np.array([1, 2], dtype=object), "mul")
+    assert "object" in msg
+    raises_naming(TypeError, lambda: np.array([1, 2], dtype=object) * x, "mul")
+
+
+def test_clip_with_a_string_bound_names_clip():
+    x = mg.ones(3, requires_grad=True)
+    raises_naming(TypeError, lambda: mg.clip(x, "a"), "clip")
+    raises_naming(TypeError, lambda: mg.clip(x, 0.0, "b"), "clip")
+
+
+def test_backward_with_a_string_gradient_names_backward():
+    x = mg.ones(3, requires_grad=True)
+    raises_naming(TypeError, lambda: (x * 2).backward("a"), "backward")
+
+
+def test_dense_backward_with_a_sparse_gradient_names_backward():
+    x = mg.ones((2, 3), requires_grad=True)
+    s = mg.sparse.coo_tensor(np.array([[0], [1]]), np.array([1.0], dtype=np.float32), (2, 3))
+    msg = raises_naming(TypeError, lambda: (x * 2).backward(s), "backward")
+    assert "sparse" in msg and "to_dense" in msg
+
+
+def test_ragged_nested_list_names_tensor():
+    msg = raises_naming(ValueError, lambda: mg.tensor([[1, 2], [3]]), "tensor")
+    assert msg.startswith("tensor:") and "rectangular" in msg

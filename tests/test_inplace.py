@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import DEVICE, check, leaf, rnd, to_np
+from conftest import DEVICE, check, exact, leaf, leaf_of, rnd, to_np
 
 
 # -- values and versions -----------------------------------------------------------------------
@@ -942,3 +942,81 @@ def test_embedding_refuses_indices_changed_before_backward():
     idx = mg.tensor(np.array([0, 2, 2]))
     out = mg.nn.Embedding(5, 2)(idx)
     out.sum().backward()                    # unchanged indices: fine, and repeats accumulate
+
+
+# -- a view written through its base since it was taken: as the root of backward, with retain_grad() ---
+
+def _stale_view():
+    x = mg.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = x * 1.0
+    v = b[:]
+    return x, b, v
+
+
+def test_stale_view_as_backward_root_reads_the_write():
+    x, b, v = _stale_view()
+    b.mul_(2.0)
+    v.backward(mg.ones(3))
+    exact(x.grad, [2, 2, 2])
+
+
+def test_stale_view_as_grad_output_reads_the_write():
+    x, b, v = _stale_view()
+    b.mul_(2.0)
+    (gx,) = mg.grad(v, x, mg.ones(3))
+    exact(gx, [2, 2, 2])
+
+
+def test_stale_view_keeps_retain_grad_taken_before_the_write():
+    # the engine re-derives the view's history at the root (engine.edge -> inplace.refresh_view);
+    # retain_grad() taken on the old history must follow it (ops/inplace.py:view_history)
+    x, b, v = _stale_view()
+    v.retain_grad()
+    b.mul_(2.0)
+    v.backward(mg.ones(3))
+    exact(x.grad, [2, 2, 2])
+    assert v.grad is not None
+    exact(v.grad, [1, 1, 1])
+
+
+def test_stale_view_inside_the_graph_keeps_retain_grad():
+    x, b, v = _stale_view()
+    v.retain_grad()
+    b.mul_(2.0)
+    (v * mg.tensor([1.0, 2.0, 3.0])).sum().backward()
+    exact(x.grad, [2, 4, 6])
+    exact(v.grad, [1, 2, 3])
+
+
+# -- setitem: overwritten positions select the upstream gradient away; a bad value shape -----------
+
+def test_setitem_overwritten_positions_select_a_nan_upstream_gradient_away():
+    y = leaf_of([1.0, 2.0, 3.0])
+    b = y * 1.0
+    b[1] = 5.0
+    b.backward(mg.tensor([1.0, np.nan, 1.0], dtype=mg.float64))
+    exact(y.grad, [1, 0, 1])
+    # and an inf in the upstream gradient of an overwritten advanced-index position
+    z = leaf_of([1.0, 2.0, 3.0, 4.0])
+    c = z * 1.0
+    c[mg.tensor([0, 2])] = mg.tensor([7.0, 8.0], dtype=mg.float64)
+    c.backward(mg.tensor([np.inf, 1.0, -np.inf, 1.0], dtype=mg.float64))
+    exact(z.grad, [0, 1, 0, 1])
+
+
+def test_recorded_setitem_with_a_bad_value_shape_starts_with_setitem():
+    x = mg.ones((3, 4), requires_grad=True)
+    b = x * 1.0
+
+    def bad():
+        b[0] = mg.ones(2, requires_grad=True)
+
+    with pytest.raises(ValueError) as info:
+        bad()
+    assert str(info.value).startswith("setitem:"), str(info.value)
+    # a value of shape (1,) broadcasts over the row (as in NumPy); its gradient sums back
+    v = mg.ones(1, requires_grad=True)
+    b[0] = v
+    b.backward(mg.ones((3, 4)))
+    exact(v.grad, [4])
+    exact(x.grad, [[0, 0, 0, 0], [1, 1, 1, 1], [1, 1, 1, 1]])

@@ -659,3 +659,12 @@ def test_load_state_dict_error_lists_every_problem_and_module_name():
     assert "Sequential" in msg
     assert "missing key(s): '1.bias'" in msg and "unexpected key(s): '2.bias'" in msg
     assert "0.bias: shape (4,) in the state dict, (3,) in the model" in msg
+
+
+# -- a batch of the wrong dtype --------------------------------------------------------------------
+
+def test_a_float64_batch_into_a_float32_linear_names_both_dtypes():
+    layer = mg.nn.Linear(3, 2)
+    with pytest.raises(TypeError, match="linear: input dtype float64 differs from the weight's float32"):
+        layer(mg.tensor(np.ones((4, 3))))
+    assert layer(mg.ones(4, 3)).dtype == np.float32

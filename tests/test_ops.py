@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import check, dev, leaf, rnd, to_np
+from conftest import check, dev, exact, leaf, leaf_of, rnd, to_np
 
 
 # -- elementwise binary ------------------------------------------------------------------------
@@ -890,3 +890,181 @@ def test_square_by_mul_gives_each_use_its_gradient():
     x = mg.zeros(2, 0, 3, requires_grad=True)
     (x * x).sum().backward()
     assert x.grad.shape == (2, 0, 3)
+
+
+# -- comparison methods, max and argmax over an axis -----------------------------------------------
+
+def test_comparison_methods():
+    a, b = mg.tensor([1.0, 2.0, 3.0]), mg.tensor([3.0, 2.0, 1.0])
+    for name, ref in [("eq", [False, True, False]), ("ne", [True, False, True]), ("lt", [True, False, False]),
+                      ("le", [True, True, False]), ("gt", [False, False, True]), ("ge", [False, True, True])]:
+        assert getattr(a, name)(b).tolist() == ref, name
+
+
+def test_max_over_an_axis_returns_values_and_argmax_the_indices():
+    t = mg.tensor([[1.0, 5.0], [7.0, 2.0]])
+    assert t.max(axis=1).tolist() == [5.0, 7.0]
+    assert t.argmax(axis=1).tolist() == [1, 0]
+
+
+# -- x ** 0 and 0 ** y -----------------------------------------------------------------------------
+
+def test_pow_zero_exponent_gradient_at_zero_is_zero():
+    x = leaf_of([0.0, 1.0, -2.0])
+    (x ** 0).sum().backward()
+    exact(x.grad, [0, 0, 0])
+
+
+def test_pow_tensor_exponent_with_zeros_at_zero_base():
+    torch = pytest.importorskip("torch")
+    xv, yv = [0.0, 0.0, 2.0, 3.0], [0.0, 2.0, 0.0, 1.5]
+    x, y = leaf_of(xv), leaf_of(yv)
+    (x ** y).sum().backward()
+    tx = torch.tensor(xv, dtype=torch.float64, requires_grad=True)
+    ty = torch.tensor(yv, dtype=torch.float64, requires_grad=True)
+    (tx ** ty).sum().backward()
+    assert np.isfinite(to_np(x.grad)).all()
+    np.testing.assert_allclose(to_np(x.grad), tx.grad.numpy(), rtol=1e-12)
+    # d/dy 0**y at y = 0 is log(0) * 1 = -inf in PyTorch; at y = 2 it is 0 * log 0 -> 0 (PyTorch masks it)
+    np.testing.assert_allclose(to_np(y.grad)[1:], ty.grad.numpy()[1:], rtol=1e-12)
+
+
+# -- NaN / inf do not leak through masks: masking rules select, never multiply ---------------------
+
+def test_log_relu_times_zero_gives_zero_gradient_below_zero():
+    y = leaf_of([-1.0, -0.5, 2.0])
+    (mg.log(mg.relu(y)) * 0).sum().backward()
+    exact(y.grad, [0, 0, 0])
+
+
+def test_std_of_a_constant_input_has_zero_gradient():
+    y = leaf_of([3.0, 3.0, 3.0])
+    y.std().backward()
+    exact(y.grad, [0, 0, 0])
+
+
+def test_clip_selects_a_nan_upstream_gradient_away():
+    y = leaf_of([-1.0, 0.5, 2.0])
+    mg.clip(y, 0.0, 1.0).backward(mg.tensor([np.nan, 1.0, np.inf], dtype=mg.float64))
+    exact(y.grad, [0, 1, 0])
+
+
+def test_max_ties_and_nan_upstream_select():
+    y = leaf_of([[1.0, 5.0, 5.0], [2.0, 0.0, 1.0]])
+    y.max(axis=0).backward(mg.tensor([np.nan, np.inf, 2.0], dtype=mg.float64))
+    g = to_np(y.grad)
+    assert np.isnan(g[1, 0]) and g[0, 0] == 0          # the nan goes to the winner only
+    assert np.isinf(g[0, 1]) and g[1, 1] == 0
+    np.testing.assert_array_equal(g[:, 2], [2.0, 0.0])
+    z = leaf_of([1.0, 2.0, 2.0])
+    z.max().backward()
+    exact(z.grad, [0, 0.5, 0.5])  # ties share the gradient evenly (PyTorch's max() without a dim)
+    m = leaf_of([1.0, -3.0, 2.0])
+    m.min(axis=0).backward(mg.tensor(1.0, dtype=mg.float64))
+    exact(m.grad, [0, 1, 0])
+
+
+def test_maximum_minimum_select_the_upstream_gradient():
+    a, b = leaf_of([1.0, 2.0, 3.0]), leaf_of([2.0, 1.0, 3.0])
+    mg.maximum(a, b).backward(mg.tensor([np.inf, np.nan, 1.0], dtype=mg.float64))
+    ga, gb = to_np(a.grad), to_np(b.grad)
+    assert ga[0] == 0 and np.isnan(ga[1]) and ga[2] == 0.5
+    assert np.isinf(gb[0]) and gb[1] == 0 and gb[2] == 0.5
+    c, d = leaf_of([1.0, 2.0]), leaf_of([2.0, 1.0])
+    mg.minimum(c, d).backward(mg.tensor([np.nan, 1.0], dtype=mg.float64))
+    gc, gd = to_np(c.grad), to_np(d.grad)
+    assert np.isnan(gc[0]) and gc[1] == 0 and gd[0] == 0 and gd[1] == 1
+
+
+def test_where_selects_a_nan_upstream_gradient_away():
+    y = leaf_of([1.0, 2.0, 3.0])
+    w = mg.where(mg.tensor([True, False, True]), y, 0.0)
+    w.backward(mg.tensor([1.0, np.nan, 1.0], dtype=mg.float64))
+    exact(y.grad, [1, 0, 1])
+
+
+# -- softmax over a tuple axis, std's second derivative at a constant row, mean with an integer dtype ---
+
+@pytest.mark.parametrize("fn_name", ["softmax", "log_softmax"])
+def test_softmax_with_a_tuple_axis_matches_torch(fn_name):
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(3).standard_normal((2, 3, 4))
+    x = leaf_of(a)
+    y = getattr(mg, fn_name)(x, axis=(0, 2))
+    tx = torch.tensor(a, requires_grad=True)
+    lse = torch.logsumexp(tx, dim=(0, 2), keepdim=True)
+    ty = tx - lse if fn_name == "log_softmax" else torch.exp(tx - lse)
+    np.testing.assert_allclose(to_np(y), ty.detach().numpy(), rtol=1e-12, atol=1e-14)
+    w = np.random.default_rng(4).standard_normal(a.shape)
+    y.backward(mg.tensor(w))
+    ty.backward(torch.tensor(w))
+    np.testing.assert_allclose(to_np(x.grad), tx.grad.numpy(), rtol=1e-10, atol=1e-13)
+
+
+def test_std_second_derivative_at_a_constant_row_is_finite():
+    # found by tests/test_fuzz.py (seed 675887039): std's rule selected 0 at a constant row but
+    # divided by the 0 std, so the grad of grad (div's rule, num / den**2) was 0 * NaN there
+    torch = pytest.importorskip("torch")
+    a = np.array([[3.0, 3.0, 3.0], [1.0, -2.0, 0.5]])
+    w = np.array([0.7, -1.3])
+    x = leaf_of(a)
+    (gx,) = mg.grad((x.std(axis=1) * mg.tensor(w)).sum(), x, create_graph=True)
+    (hx,) = mg.grad((gx * mg.tensor(a)).sum(), x)
+    tx = torch.tensor(a, requires_grad=True)
+    (tg,) = torch.autograd.grad((tx.std(dim=1, correction=0) * torch.tensor(w)).sum(), tx, create_graph=True)
+    (th,) = torch.autograd.grad((tg * torch.tensor(a)).sum(), tx)
+    assert np.isfinite(to_np(hx)).all()
+    np.testing.assert_allclose(to_np(gx), tg.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_np(hx), th.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_mean_with_an_integer_dtype_is_numpys():
+    # the sum was taken in int64, then divided: a float64 2.5 where NumPy gives int64 2
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for kwargs in ({}, {"axis": 1}, {"axis": 0, "keepdims": True}):
+        want = (-a).mean(dtype=np.int64, **kwargs)
+        got = mg.tensor(-a).mean(dtype=np.int64, **kwargs)
+        assert got.dtype == want.dtype and got.shape == np.shape(want)
+        exact(got, want)
+    assert mg.tensor(np.arange(6)).mean(dtype=np.int32).dtype == np.int32
+    assert mg.tensor(a).mean(dtype=np.float16).dtype == np.float16
+
+
+# -- an op whose operands are all Python numbers; NumPy scalar operands are weak -------------------
+
+@pytest.mark.parametrize("expr, dtype, want", [
+    (lambda: mg.add(2, 3), np.int64, 5),
+    (lambda: mg.mul(2.0, 3.0), np.float32, 6.0),
+    (lambda: mg.sub(1, 2.0), np.float32, -1.0),       # NumPy's promotion of the numbers, floats at the default dtype
+    (lambda: mg.neg(1), np.int64, -1),
+    (lambda: mg.pow(2.0, 3), np.float32, 8.0),
+    (lambda: mg.exp(0.0), np.float32, 1.0),
+    (lambda: mg.maximum(1.0, 2.0), np.float32, 2.0),
+])
+def test_numbers_only_give_a_tensor_as_mg_tensor_would(expr, dtype, want):
+    # the data was a Python int or float (``mg.add(2, 3).data`` was 5, and its repr raised), or a
+    # float64 array where ``mg.tensor(1.0)`` is float32
+    t = expr()
+    assert hasattr(t.data, "dtype") and t.shape == () and t.dtype == dtype
+    exact(t, want)
+    assert t.device == mg.tensor(1.0).device
+
+
+def test_numbers_only_follow_the_default_dtype():
+    old = mg.get_default_dtype()
+    mg.set_default_dtype(np.float64)
+    try:
+        assert mg.exp(1.0).dtype == np.float64
+    finally:
+        mg.set_default_dtype(old)
+
+
+@pytest.mark.parametrize("scalar", [np.float64(2), np.float32(2), np.int64(2), np.float16(2)])
+def test_numpy_scalar_operands_keep_the_tensors_dtype(scalar):
+    # np.float64 is a Python float subclass, so it went through as a strongly typed NumPy scalar:
+    # float32 * np.float64(2) was float64, where np.float32(2) and np.int64(2) kept float32 (and
+    # torch.ones(2) * np.float64(2) is float32)
+    t = mg.tensor([1.0, 2.0])
+    assert (t * scalar).dtype == np.float32 and (scalar * t).dtype == np.float32
+    assert (t + scalar).dtype == np.float32 and mg.maximum(t, scalar).dtype == np.float32
+    exact(t * scalar, [2.0, 4.0])

@@ -4,7 +4,6 @@ import pytest
 
 import minigrad as mg
 from conftest import leaf
-from minigrad import _state
 
 
 def test_counts_times_and_saved_bytes():
@@ -13,7 +12,7 @@ def test_counts_times_and_saved_bytes():
         h = (x @ w).tanh()                 # matmul, tanh
         y = (h * h + h * 2.0).sum()        # mul x2, add, sum
         y.backward()
-    assert _state.profiler() is None
+    (x @ w).sum().backward()               # after the block: not counted (the counts below are exact)
     s = p.stats
     assert set(s) == {"matmul", "tanh", "mul", "add", "sum"}
     assert (s["matmul"].calls, s["tanh"].calls, s["mul"].calls, s["add"].calls, s["sum"].calls) == (1, 1, 2, 1, 1)
@@ -55,14 +54,13 @@ def test_table_lists_ops_sorted_by_total_time():
 
 
 def test_inactive_outside_the_block_and_restored_after_an_error():
-    assert _state.profiler() is None
     x = leaf((3,))
+    (x * 1.0).sum()                        # before the block: not counted
     with pytest.raises(ZeroDivisionError):
         with mg.autograd.profile() as p:
-            assert _state.profiler() is p
             (x * 2.0).sum()
+            assert p.stats["mul"].calls == 1 and p.stats["sum"].calls == 1
             raise ZeroDivisionError("inside the block")
-    assert _state.profiler() is None
     before = dict(p.stats)
     (x * 3.0).sum().backward()             # nothing recorded once the block is over
     assert p.stats.keys() == before.keys() and p.stats["mul"].calls == 1
@@ -74,11 +72,21 @@ def test_nested_profiles_report_to_the_outer_one():
         (x * 2.0).sum()
         with mg.autograd.profile() as inner:
             (x + 1.0).exp().sum().backward()
-        assert _state.profiler() is outer
-    assert _state.profiler() is None
+        x.neg()                            # after the inner block: the outer one's alone
+    (x * 3.0).sum()                        # after both: nobody's
     assert set(inner.stats) == {"add", "exp", "sum"}
     assert outer.stats["sum"].calls == 2 and outer.stats["exp"].backward_calls == 1
-    assert outer.stats["mul"].calls == 1
+    assert outer.stats["mul"].calls == 1 and outer.stats["neg"].calls == 1
+
+
+def test_ops_a_rule_runs_count_as_its_backward_not_as_forward_calls():
+    x = leaf((3,))
+    with mg.autograd.profile() as p:
+        y = (x.exp() * x).sum()
+        (g,) = mg.grad(y, x, create_graph=True)   # the rules run recorded ops
+    assert g.requires_grad
+    assert {op: (st.calls, st.backward_calls) for op, st in p.stats.items()} == {
+        "exp": (1, 1), "mul": (1, 1), "sum": (1, 1)}
 
 
 def test_a_profile_is_reusable_but_not_reentrant():
@@ -135,7 +143,7 @@ def test_no_profile_no_reports(monkeypatch):
     h = y * 1
     h[0] += 1.0
     h.reshape(3, 1).expand(3, 2).sum().backward()
-    assert _state.profiler() is None and x.grad is not None
+    assert x.grad is not None
 
 
 def test_in_place_and_indexing_ops_are_profiled():

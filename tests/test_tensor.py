@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from conftest import to_np
+from conftest import raises_naming, to_np
 
 
 @pytest.fixture
@@ -192,3 +192,25 @@ def test_random_factories_are_seeded():
 def test_public_dtype_names():
     assert mg.float32 is np.float32 and mg.float64 is np.float64 and mg.int64 is np.int64
     assert mg.bool_ is np.bool_
+
+
+# -- one-element formatting, size and numel, complex tensors ---------------------------------------
+
+def test_a_one_element_tensor_formats_like_its_number():
+    loss = mg.tensor(0.123456, dtype=mg.float64)
+    assert f"{loss:.4f}" == "0.1235" and f"{mg.tensor([2.5]):.1f}" == "2.5"
+    assert f"{mg.ones(2)}" == str(mg.ones(2))  # no spec: as str()
+
+
+def test_size_is_numpys_count_and_size_call_is_pytorchs():
+    t = mg.zeros(2, 3)
+    assert t.size == 6 and t.numel() == 6 and t.shape == (2, 3)
+    assert t.size() == (2, 3) and t.size(1) == 3 and t.size(-2) == 2  # PyTorch's method (API.md)
+
+
+def test_complex_tensor_cannot_require_grad():
+    msg = raises_naming(TypeError, lambda: mg.tensor(np.array([1 + 1j, 2]), requires_grad=True), "requires_grad")
+    assert "complex128" in msg
+    t = mg.tensor(np.array([1 + 1j], dtype=np.complex64))
+    msg = raises_naming(TypeError, lambda: t.requires_grad_(), "requires_grad")
+    assert "complex64" in msg

@@ -4,7 +4,7 @@ import threading
 import numpy as np
 
 import minigrad as mg
-from conftest import run_in_threads
+from conftest import run_in_threads, to_np
 
 
 def test_no_grad_in_one_thread_does_not_stop_recording_in_another():
@@ -126,3 +126,77 @@ def test_profile_is_per_thread():
 
     run_in_threads(profiled, other)
     assert counts == {"mine": 1, "others_seen": False}
+
+
+# -- grad mode restored when blocks and backward passes overlap in two threads ---------------------
+
+def test_overlapping_no_grad_in_two_threads_restores_grad_mode():
+    barrier = threading.Barrier(2, timeout=10)
+    seen = []
+
+    def worker():
+        for _ in range(20):
+            with mg.no_grad():
+                barrier.wait()  # both threads are inside their blocks now
+                seen.append(mg.is_grad_enabled())
+                barrier.wait()  # one leaves first, the other is still inside
+            seen.append(not mg.is_grad_enabled())
+            with mg.no_grad(), mg.enable_grad():
+                seen.append(not mg.is_grad_enabled())
+
+    run_in_threads(worker, worker)
+    assert not any(seen)
+    assert mg.is_grad_enabled()
+
+
+def test_overlapping_backward_in_two_threads_restores_grad_mode():
+    barrier = threading.Barrier(2, timeout=10)
+    results = {}
+
+    def worker(k):
+        def f():
+            x = mg.tensor(np.arange(1.0, 4.0) + k, requires_grad=True)
+            for _ in range(20):
+                x.grad = None
+                barrier.wait()
+
+                def hook(g):
+                    # inside a first-order backward this thread does not record ...
+                    results.setdefault(("inside", k), set()).add(mg.is_grad_enabled())
+
+                y = x * x
+                y.register_hook(hook)
+                y.sum().backward()
+                # ... and afterwards it records again
+                results.setdefault(("after", k), set()).add(mg.is_grad_enabled())
+            results[("grad", k)] = to_np(x.grad)
+        return f
+
+    run_in_threads(worker(0), worker(1))
+    for k in (0, 1):
+        assert results[("inside", k)] == {False}
+        assert results[("after", k)] == {True}
+        np.testing.assert_allclose(results[("grad", k)], 2 * (np.arange(1.0, 4.0) + k))
+    assert mg.is_grad_enabled()
+
+
+def test_no_grad_in_one_thread_while_another_runs_backward():
+    inside, done = threading.Event(), threading.Event()
+    seen = {}
+
+    def a():
+        with mg.no_grad():
+            inside.set()
+            done.wait(10)
+            seen["a"] = mg.is_grad_enabled()
+
+    def b():
+        inside.wait(10)
+        x = mg.ones(3, requires_grad=True)
+        (x * 2).sum().backward()
+        seen["b"] = mg.is_grad_enabled()
+        seen["rg"] = (x * 2).requires_grad
+        done.set()
+
+    run_in_threads(a, b)
+    assert seen == {"a": False, "b": True, "rg": True}

@@ -206,18 +206,23 @@ class Module:
         for _, m in self.named_modules():
             yield m
 
-    def named_parameters(self, prefix: str = "", recurse: bool = True):
-        """(dotted name, Parameter) pairs; a parameter shared by two modules is listed once."""
+    def _named_members(self, names: str, prefix: str, recurse: bool):
+        """(dotted name, tensor) of the members listed in each module's ``names`` (``_param_names``
+        or ``_buffer_names``), modules parents first; a tensor held by two modules is listed once."""
         seen = set()
         mods = self.named_modules(prefix) if recurse else [(prefix, self)]
         for mname, m in mods:
             d = m.__dict__
-            for pname in d["_param_names"]:
-                p = d[pname]
-                if p is None or id(p) in seen:
+            for name in d[names]:
+                t = d[name]
+                if t is None or id(t) in seen:
                     continue
-                seen.add(id(p))
-                yield (f"{mname}.{pname}" if mname else pname), p
+                seen.add(id(t))
+                yield (f"{mname}.{name}" if mname else name), t
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True):
+        """(dotted name, Parameter) pairs; a parameter shared by two modules is listed once."""
+        return self._named_members("_param_names", prefix, recurse)
 
     def parameters(self, recurse: bool = True):
         """The trainable tensors, for an optimizer: ``mg.optim.SGD(model.parameters(), lr=0.1)``."""
@@ -225,16 +230,8 @@ class Module:
             yield p
 
     def named_buffers(self, prefix: str = "", recurse: bool = True):
-        seen = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
-        for mname, m in mods:
-            d = m.__dict__
-            for bname in d["_buffer_names"]:
-                b = d[bname]
-                if b is None or id(b) in seen:
-                    continue
-                seen.add(id(b))
-                yield (f"{mname}.{bname}" if mname else bname), b
+        """(dotted name, buffer) pairs; a buffer shared by two modules is listed once."""
+        return self._named_members("_buffer_names", prefix, recurse)
 
     def buffers(self, recurse: bool = True):
         for _, b in self.named_buffers(recurse=recurse):

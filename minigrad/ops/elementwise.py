@@ -187,11 +187,42 @@ MOD = defop("mod", lambda xp, x, y: x % y, _mod_rule, save=(0, 1), broadcast=Tru
                                  Sample(_r(rng, 4) * 3, 1.7)])
 
 
-@public(MOD, method=("remainder", "fmod_"), dunders=("__mod__", "__rmod__"), numpy=(np.remainder,),
+@public(MOD, method="remainder", dunders=("__mod__", "__rmod__"), numpy=(np.remainder,),
         inplace=("remainder_", "__imod__"))
 def mod(x, y):
     """x % y (Python's and NumPy's sign convention)."""
     return apply(MOD, x, y)
+
+
+def _fmod_rule(ctx, g):
+    x, y = ctx.saved  # fmod(x, y) = x - trunc(x / y) y
+    if ctx.parents[1] is None:
+        return g, None
+    xp = ctx.xp
+    trunc = xp.sign(x) * xp.sign(y) * (xp.abs(x) // xp.abs(y))  # trunc(x / y), as exact as floor division
+    return g, -g * trunc
+
+
+def _fmod_samples(rng):
+    def x_over(y, *shape):  # x / y of both signs, away from the integers where fmod jumps
+        return (rng.integers(-3, 3, shape) + rng.uniform(0.2, 0.8, shape)) * y
+
+    y = np.sign(rng.standard_normal(4)) * _r(rng, 4, low=0.7)
+    y2 = np.sign(rng.standard_normal((3, 4))) * _r(rng, 3, 4, low=0.7)
+    return [Sample(x_over(y2, 3, 4), y2), Sample(x_over(y, 2, 4), y), Sample(x_over(-1.7, 4), -1.7)]
+
+
+FMOD = defop("fmod", lambda xp, x, y: xp.fmod(x, y), _fmod_rule, save=(0, 1), broadcast=True, kind="elementwise",
+             ufunc="fmod", torch=lambda th, x, y: th.fmod(x, y), samples=_fmod_samples)
+
+
+@public(FMOD, method="fmod", numpy=(np.fmod,), inplace=("fmod_",))
+def fmod(x, y):
+    """C's remainder ``x - trunc(x / y) y``: the sign of ``x`` (``%`` takes the sign of ``y``).
+
+    >>> mg.fmod(mg.tensor([-3.0, 3.0]), 2.0)    # [-1., 1.]; mg.mod gives [1., 1.]
+    """
+    return apply(FMOD, x, y)
 
 
 NEG = defop("neg", lambda xp, x: -x, lambda ctx, g: (-g,), kind="elementwise", ufunc="negative",

@@ -1,5 +1,5 @@
 """In-place writes: the machinery (``write``, the checks, ``copy_slices`` / ``as_strided``, view
-histories) behind ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ zero_ fill_ copy_ clamp_``,
+histories) behind ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ fmod_ zero_ fill_ copy_ clamp_``,
 every augmented assignment ``+= -= *= /= **= //= %=`` (in place, as NumPy's and PyTorch's are:
 views see the write) and ``t[idx] = value``; those methods themselves are in ``writes.py``.
 ``t._version`` reads the counter.

@@ -1,4 +1,4 @@
-"""The in-place methods: ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ clamp_`` (and the
+"""The in-place methods: ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ fmod_ clamp_`` (and the
 augmented assignments ``+= -= *= /= **= //= %=`` bound to them), ``fill_ zero_ copy_`` and
 ``t[idx] = value`` (``setitem``), with the ops only they have (``floor_divide_``, ``fill_``,
 ``copy_``, ``setitem``) and their registrations.
@@ -45,6 +45,7 @@ mul_ = _arith(E.MUL, "mul_")
 div_ = _arith(E.DIV, "div_")
 pow_ = _arith(E.POW, "pow_")
 remainder_ = _arith(E.MOD, "remainder_")
+fmod_ = _arith(E.FMOD, "fmod_")
 
 
 def _addsub(op, name):
