@@ -26,6 +26,7 @@ from .. import backward as _bw
 from .. import engine as _ag
 from ..anomaly import fmt_where as _fmt_where
 from ..ops import registry
+from ..profile import Profile as _Profile
 from ..tape import fmt_bytes as _fmt_bytes
 
 # -- which kind of op a name is: from the op registry --------------------------------------------
@@ -84,7 +85,7 @@ def is_node(x) -> bool:
 
 def is_profile(x) -> bool:
     """Whether ``x`` is a ``mg.autograd.profile()`` result."""
-    return getattr(x, "is_profile", False) is True and callable(getattr(x, "nodes", None))
+    return isinstance(x, _Profile)
 
 
 def profile_nodes(p) -> list[tuple]:
