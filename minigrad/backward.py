@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _state
 from . import backend as _be
-from .engine import ArrayCtx, Node, _as_array, edge
+from .engine import ArrayCtx, Node, _as_array, array_namespace, edge
 from .tensor import Tensor, _set_grad, wrap
 
 _get_mode = _state.get
@@ -31,6 +31,9 @@ def _seed(t, g, graph):
                 f"output has shape {t.shape}. Pass grad= (a tensor of shape {t.shape})"
             )
         return wrap(_state.kernel(_ones_like, t.data))
+    if hasattr(g, "_grad_target"):  # a tensor of another layout (sparse)
+        raise TypeError(f"backward: got a {type(g).__name__} gradient (a sparse or other non-dense tensor) for "
+                        f"a dense output of shape {t.shape}; pass a dense Tensor (.to_dense()) of that shape")
     if not isinstance(g, Tensor):
         if not (isinstance(g, (int, float, list, tuple, np.generic, np.ndarray)) or _be.is_cupy_array(g)):
             raise TypeError(
@@ -181,13 +184,15 @@ def _rule(n, g, on_tensors):
     if on_tensors:
         return op.rule(n, g, **p)
     if op.arrays:
-        return op.rule(ArrayCtx(n, np if g.__class__ is _nd else _be.array_module(g)), g, **p)
+        xp = _NUMPY if g.__class__ is _nd else array_namespace(_be.array_module(g))
+        return op.rule(ArrayCtx(n, xp), g, **p)
     # a rule over Tensors only (autograd.Function): handed Tensors, its results taken back as arrays
     gt = [None if x is None else wrap(x) for x in g] if n.n_out != 1 else wrap(g)
     return tuple(None if r is None else r.data if isinstance(r, Tensor) else r for r in op.rule(n, gt, **p))
 
 
 _NONE: dict = {}
+_NUMPY = array_namespace(np)
 
 
 def _run_rule(n, g, on_tensors, capture, observers):

@@ -541,9 +541,10 @@ class ArrayCtx:
 
     __slots__ = ("xp", "saved", "out", "aux", "parents", "meta")
 
-    def __init__(self, node, module):
-        self.xp = array_namespace(module)
-        self.saved = tuple(s.data if isinstance(s, Tensor) else s for s in node.saved)
+    def __init__(self, node, xp):
+        self.xp = xp
+        saved = node.saved
+        self.saved = tuple([s.data if isinstance(s, Tensor) else s for s in saved]) if saved else saved
         self.out = node._out
         self.aux = node.aux
         self.parents = node.parents
