@@ -64,8 +64,8 @@ def _bind() -> None:
         for name in op.dunders:
             reflected = name.startswith("__r") and name not in ("__round__",)
             setattr(Tensor, name, _reflected(fn) if reflected else fn)
-        for name in op.inplace:
-            setattr(Tensor, name, getattr(writes, op.inplace[0]))
+        for name, write in op.inplace.items():
+            setattr(Tensor, name, write)
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = elementwise.abs
     Tensor.T = property(lambda self: shape.transpose(self), doc="The dims reversed (a view).")

@@ -63,14 +63,15 @@ class Entry:
     in PyTorch; and, once ``public`` gave it a face, ``frontend`` (the public function),
     ``method`` (Tensor method names), ``dunders`` (operators; a name starting ``__r`` gets the
     reflected call), ``export`` (the name under ``minigrad``), ``numpy`` (the NumPy functions
-    that dispatch to it), ``inplace`` (in-place method names writing its result), ``doc``."""
+    that dispatch to it), ``inplace`` (Tensor method name -> the function of ops/writes.py that
+    writes its result into the tensor: ``inplace_method``), ``doc``."""
 
     __slots__ = ("op", "samples", "torch", "frontend", "method", "dunders", "export", "numpy", "inplace", "doc")
 
     def __init__(self, op, samples=None, torch=None):
         self.op, self.samples, self.torch = op, samples, torch
         self.frontend, self.method, self.dunders, self.export, self.numpy, self.inplace, self.doc = \
-            None, (), (), None, (), (), None
+            None, (), (), None, (), {}, None
 
     def __getattr__(self, name):  # the record's fields
         return getattr(object.__getattribute__(self, "op"), name)
@@ -96,13 +97,12 @@ def defop(name, forward, rule=None, *, samples=None, torch=None, **options) -> O
     return op
 
 
-def public(op, *, method=None, dunders=(), export=True, numpy=(), inplace=()):
+def public(op, *, method=None, dunders=(), export=True, numpy=()):
     """Decorator: ``fn`` is the public function of ``op`` (an Op, or the name of a composite).
 
     ``method``: Tensor method name(s) bound to ``fn``; ``dunders``: operator names (a name
     starting ``__r`` calls ``fn(other, self)``); ``export``: also ``minigrad.<name>`` (True:
-    the function's name); ``numpy``: NumPy functions or ufuncs that dispatch to ``fn``;
-    ``inplace``: in-place method names that write ``fn``'s result into the tensor.
+    the function's name); ``numpy``: NumPy functions or ufuncs that dispatch to ``fn``.
     """
     def deco(fn):
         entry = _REGISTRY[op.name]
@@ -111,11 +111,15 @@ def public(op, *, method=None, dunders=(), export=True, numpy=(), inplace=()):
         entry.dunders = tuple(dunders)
         entry.export = fn.__name__ if export is True else (export or None)
         entry.numpy = tuple(numpy)
-        entry.inplace = tuple(inplace)
         entry.doc = fn.__doc__
         return fn
 
     return deco
+
+
+def inplace_method(op, fn, *names) -> None:
+    """``fn`` (a function of ops/writes.py) is ``op``'s in-place form, bound as Tensor's ``names``."""
+    _REGISTRY[op.name].inplace.update(dict.fromkeys(names, fn))
 
 
 def composite(name, *, samples=None, torch=None, kind="other", **bind):

@@ -49,7 +49,7 @@ ADD = defop("add", lambda xp, x, y: x + y, _add_rule, broadcast=True, ufunc="add
             samples=_binary_samples, torch=lambda th, x, y: x + y)
 
 
-@public(ADD, method="add", dunders=("__add__", "__radd__"), numpy=(np.add,), inplace=("add_", "__iadd__"))
+@public(ADD, method="add", dunders=("__add__", "__radd__"), numpy=(np.add,))
 def add(x, y):
     """x + y with NumPy broadcasting."""
     return apply(ADD, x, y)
@@ -63,7 +63,7 @@ SUB = defop("sub", lambda xp, x, y: x - y, _sub_rule, broadcast=True, ufunc="sub
             samples=_binary_samples, torch=lambda th, x, y: x - y)
 
 
-@public(SUB, method="sub", dunders=("__sub__", "__rsub__"), numpy=(np.subtract,), inplace=("sub_", "__isub__"))
+@public(SUB, method="sub", dunders=("__sub__", "__rsub__"), numpy=(np.subtract,))
 def sub(x, y):
     """x - y with NumPy broadcasting."""
     return apply(SUB, x, y)
@@ -80,7 +80,7 @@ MUL = defop("mul", lambda xp, x, y: x * y, _mul_rule, save=(0, 1), cross=True, b
             ufunc="multiply", kind="elementwise", samples=_binary_samples, torch=lambda th, x, y: x * y)
 
 
-@public(MUL, method="mul", dunders=("__mul__", "__rmul__"), numpy=(np.multiply,), inplace=("mul_", "__imul__"))
+@public(MUL, method="mul", dunders=("__mul__", "__rmul__"), numpy=(np.multiply,))
 def mul(x, y):
     """x * y with NumPy broadcasting."""
     return apply(MUL, x, y)
@@ -128,8 +128,7 @@ DIV = defop("div", lambda xp, x, y: x / y, _div_rule, save=(0, 1), broadcast=Tru
             samples=lambda rng: _binary_samples(rng, low=0.5), torch=lambda th, x, y: x / y)
 
 
-@public(DIV, method=("div", "divide"), dunders=("__truediv__", "__rtruediv__"), numpy=(np.true_divide,),
-        inplace=("div_", "__itruediv__"))
+@public(DIV, method=("div", "divide"), dunders=("__truediv__", "__rtruediv__"), numpy=(np.true_divide,))
 def div(x, y):
     """x / y (true division) with NumPy broadcasting."""
     return apply(DIV, x, y)
@@ -160,7 +159,7 @@ POW = defop("pow", lambda xp, x, y: x ** y, _pow_rule, save=(0, 1), broadcast=Tr
                                                                   Sample(_r(rng, 4), 0)])
 
 
-@public(POW, method="pow", dunders=("__pow__", "__rpow__"), numpy=(np.power,), inplace=("pow_", "__ipow__"))
+@public(POW, method="pow", dunders=("__pow__", "__rpow__"), numpy=(np.power,))
 def pow(x, y):  # noqa: A001 - the public name
     """x ** y with NumPy broadcasting (either may be a Python number)."""
     return apply(POW, x, y)
@@ -169,8 +168,7 @@ def pow(x, y):  # noqa: A001 - the public name
 FLOORDIV = defop("floordiv", lambda xp, x, y: x // y, kind="elementwise", broadcast=True)
 
 
-@public(FLOORDIV, method="floor_divide", dunders=("__floordiv__", "__rfloordiv__"), numpy=(np.floor_divide,),
-        inplace=("floor_divide_", "__ifloordiv__"))
+@public(FLOORDIV, method="floor_divide", dunders=("__floordiv__", "__rfloordiv__"), numpy=(np.floor_divide,))
 def floordiv(x, y):
     """x // y (floor division; not differentiable: the result does not require grad)."""
     return apply(FLOORDIV, x, y)
@@ -187,8 +185,7 @@ MOD = defop("mod", lambda xp, x, y: x % y, _mod_rule, save=(0, 1), broadcast=Tru
                                  Sample(_r(rng, 4) * 3, 1.7)])
 
 
-@public(MOD, method="remainder", dunders=("__mod__", "__rmod__"), numpy=(np.remainder,),
-        inplace=("remainder_", "__imod__"))
+@public(MOD, method="remainder", dunders=("__mod__", "__rmod__"), numpy=(np.remainder,))
 def mod(x, y):
     """x % y (Python's and NumPy's sign convention)."""
     return apply(MOD, x, y)
@@ -216,7 +213,7 @@ FMOD = defop("fmod", lambda xp, x, y: xp.fmod(x, y), _fmod_rule, save=(0, 1), br
              ufunc="fmod", torch=lambda th, x, y: th.fmod(x, y), samples=_fmod_samples)
 
 
-@public(FMOD, method="fmod", numpy=(np.fmod,), inplace=("fmod_",))
+@public(FMOD, method="fmod", numpy=(np.fmod,))
 def fmod(x, y):
     """C's remainder ``x - trunc(x / y) y``: the sign of ``x`` (``%`` takes the sign of ``y``).
 
@@ -447,7 +444,7 @@ def _bound(b, name):
     return float(b) if isinstance(b, np.floating) else b
 
 
-@public(CLIP, method=("clip", "clamp"), export=("clip"), numpy=(np.clip,), inplace=("clamp_", "clip_"))
+@public(CLIP, method=("clip", "clamp"), export=("clip"), numpy=(np.clip,))
 @named("clip")
 def clip(x, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     """Clamp into [min, max] (either may be None); gradient 1 inside, bounds included."""

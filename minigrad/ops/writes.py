@@ -16,7 +16,7 @@ from .. import backend as _be
 from ..backward import sum_to
 from ..tensor import Tensor
 from . import elementwise as E
-from ._registry import Sample, composite, defop, public
+from ._registry import Sample, composite, defop, inplace_method, public
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
 from .inplace import _const, _operand, _same_device, _self, write
 
@@ -283,6 +283,12 @@ def _strip_ones(shape, ndim):
 
 # -- their public faces (bound as Tensor methods by minigrad.ops) ---------------------------------
 
+for _op, _write, _names in ((E.ADD, add_, ("add_", "__iadd__")), (E.SUB, sub_, ("sub_", "__isub__")),
+                            (E.MUL, mul_, ("mul_", "__imul__")), (E.DIV, div_, ("div_", "__itruediv__")),
+                            (E.POW, pow_, ("pow_", "__ipow__")), (E.FLOORDIV, floor_divide_, ("floor_divide_", "__ifloordiv__")),
+                            (E.MOD, remainder_, ("remainder_", "__imod__")), (E.FMOD, fmod_, ("fmod_",)),
+                            (E.CLIP, clamp_, ("clamp_", "clip_"))):
+    inplace_method(_op, _write, *_names)
 public(FILL_, method="fill_", export=False)(fill_)
 public(COPY_, method="copy_", export=False)(copy_)
 public(SETITEM, dunders=("__setitem__",), export=False)(setitem)
