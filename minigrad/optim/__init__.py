@@ -19,7 +19,7 @@ from .lr_scheduler import (
     CosineAnnealingLR, ExponentialLR, LambdaLR, LinearLR, LRScheduler, MultiStepLR, OneCycleLR, ReduceLROnPlateau,
     StepLR,
 )
-from .optimizer import Optimizer, _grad_array
+from .optimizer import Optimizer, _grad_array, _with_grads
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "lr_scheduler", "LRScheduler", "StepLR",
            "CosineAnnealingLR", "ExponentialLR", "LambdaLR", "MultiStepLR", "LinearLR", "OneCycleLR",
@@ -104,14 +104,7 @@ class Adam(Optimizer):
             beta1, beta2 = group["betas"]
             eps = group["eps"]
             wd = group["weight_decay"]
-            for p in group["params"]:
-                g = _grad_array(p)
-                if g is None:
-                    continue
-                d = p.data
-                xp = _be.array_module(d)
-                if group["maximize"]:
-                    g = -g
+            for p, d, xp, g in _with_grads(group):
                 st = self.state.get(p)
                 if st is None:
                     st = self.state[p] = {
@@ -186,14 +179,7 @@ class RMSprop(Optimizer):
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             wd, momentum = group["weight_decay"], group["momentum"]
-            for p in group["params"]:
-                g = _grad_array(p)
-                if g is None:
-                    continue
-                d = p.data
-                xp = _be.array_module(d)
-                if group["maximize"]:
-                    g = -g
+            for p, d, xp, g in _with_grads(group):
                 st = self.state.get(p)
                 if st is None:
                     st = self.state[p] = {"step": 0, "square_avg": xp.zeros_like(d)}
@@ -252,14 +238,7 @@ class Adagrad(Optimizer):
         """One Adagrad update of every parameter that has a gradient (arrays only: nothing records)."""
         for group in self.param_groups:
             lr, eps, wd = group["lr"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                g = _grad_array(p)
-                if g is None:
-                    continue
-                d = p.data
-                xp = _be.array_module(d)
-                if group["maximize"]:
-                    g = -g
+            for p, d, xp, g in _with_grads(group):
                 st = self.state.get(p)
                 if st is None:
                     st = self.state[p] = {"step": 0, "sum": xp.full_like(d, group["initial_accumulator_value"])}

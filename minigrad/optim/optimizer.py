@@ -157,6 +157,17 @@ class Optimizer:
         return "\n".join(lines)
 
 
+def _with_grads(group):
+    """(parameter, its array, the array module, its gradient array) for each parameter of ``group``
+    that has a gradient; the gradient negated when the group maximizes."""
+    for p in group["params"]:
+        g = _grad_array(p)
+        if g is None:
+            continue
+        d = p.data
+        yield p, d, _be.array_module(d), (-g if group.get("maximize") else g)
+
+
 def _grad_array(p):
     g = p._grad
     if g is None:
