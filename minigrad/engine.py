@@ -251,22 +251,14 @@ def apply(op: Op, *args, **params):
         return _wrap_many(op, out, args, datas, params, aux, record, mode)
     if out.__class__ is not _nd:
         out = _as_array(out)
-    r = _new(Tensor)                                      # 3. the output (wrap(), inline)
-    r.data = out
-    r._rg = False
-    r._grad = r._node = None
-    r._oidx = 0
+    r = wrap(out)                                         # 3. the output
     if op.view and (op.view is True or _shares(out, datas[0])):
         _share_storage(r, args[0])
-    else:
-        r._ver = [0]
     if record and out.dtype.kind == "f":                  # 4. the record
         n = r._node = _record(op, args, datas, params, aux, out, r._ver, mode)
         r._rg = True
         if op.view:
             n.view_ver = r._ver[0]
-    if mode.observers and _state.active:  # a capture (mg.compile): an output made in the step, not a live tensor
-        _state.born(r)
     return r
 
 
@@ -278,7 +270,7 @@ def _operands(op, args):
     dev = False  # a device (CuPy) array among the operands
     scalars = 0  # Python numbers among them
     for a in args:
-        if a.__class__ is Tensor or isinstance(a, Tensor):
+        if isinstance(a, Tensor):
             d = a.data
             if a._rg:
                 rg = True
@@ -383,11 +375,10 @@ def _edges(args):
     consts = None
     n_grad = 0
     for a in args:
-        if a.__class__ is Tensor or isinstance(a, Tensor):
+        if isinstance(a, Tensor):
             d = a.data
             if a._rg:
-                m = a._node  # edge(a), inline for the common case
-                parents.append(a if m is None else m if m.view_ver is None and a._oidx == 0 else edge(a))
+                parents.append(edge(a))
                 meta.append((d.shape, d.dtype))
                 n_grad += 1
                 continue
@@ -410,7 +401,7 @@ def _save(op, args, datas, parents, n_grad):
         a = args[i]
         if alone and parents[i] is not None:
             saved.append(None)
-        elif a.__class__ is Tensor or isinstance(a, Tensor):
+        elif isinstance(a, Tensor):
             saved.append(a)
             v = a._ver
             vers.append((v, v[0], i))
