@@ -167,7 +167,7 @@ def _walk_nodes(order, graph, on_tensors, retain_graph, capture, leaves, observe
             if n.freed:
                 n.check()
             for cell, v, _ in n.vers:
-                if cell[0] != v:
+                if cell.version != v:
                     n.check()
             grads = _rule(n, g, on_tensors)
         else:

@@ -68,7 +68,7 @@ class Capture:
         self.inputs = []
         self.input_tensors = {}  # id(argument Tensor) -> its number
         self.treg = {}       # id(Tensor a kernel made, such as a .grad) -> its register
-        self.input_vers = {}  # id(version cell) -> argument number
+        self.input_vers = {}  # id(Storage) -> argument number
         self.n = 0
         for k, t in enumerate(flat):
             a = t.data if isinstance(t, Tensor) else t
@@ -77,7 +77,7 @@ class Capture:
             self.inputs.append((name, isinstance(t, Tensor)))
             self.hold.append(a)
             if isinstance(t, Tensor):
-                self.input_vers[id(t._ver)] = k
+                self.input_vers[id(t._storage)] = k
                 self.input_tensors[id(t)] = k
 
     # -- the observer protocol (engine, backward, _state) -------------------------------------
@@ -177,7 +177,7 @@ class Capture:
     def write(self, t):
         if self.paused:
             return
-        k = self.input_vers.get(id(t._ver))
+        k = self.input_vers.get(id(t._storage))
         if k is not None:
             self.refuse(f"an in-place write into argument {k} of the compiled function (shape {t.shape})")
 

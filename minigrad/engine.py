@@ -162,12 +162,12 @@ class Node:
                 "backward() if you need to call it twice"
             )
         for cell, v, what in self.vers:
-            if cell[0] != v:
+            if cell.version != v:
                 what = "its output" if what == -1 else what if isinstance(what, str) else f"input {what}"
                 raise RuntimeError(
                     f"one of the tensors needed for gradient computation has been modified by an "
                     f"in-place operation: {what} of op {self.op!r} (output shape {self.out_meta[0]}) "
-                    f"was saved at version {v} and is now at version {cell[0]}. Do the in-place "
+                    f"was saved at version {v} and is now at version {cell.version}. Do the in-place "
                     "operation on a clone, or after backward"
                 )
 
@@ -230,7 +230,7 @@ def edge(x):
     n = x._node
     if n is None:
         return x
-    if n.view_ver is not None and n.view_ver != x._ver[0] and x._base is not None:
+    if n.view_ver is not None and n.view_ver != x._storage.version and x._base is not None:
         n = x._refresh_view()  # the storage was written since this view was taken
     return n if x._oidx == 0 else (n, x._oidx)
 
@@ -255,10 +255,10 @@ def apply(op: Op, *args, **params):
     if op.view and (op.view is True or _shares(out, datas[0])):
         _share_storage(r, args[0])
     if record and out.dtype.kind == "f":                  # 4. the record
-        n = r._node = _record(op, args, datas, params, aux, out, r._ver, mode)
+        n = r._node = _record(op, args, datas, params, aux, out, r._storage, mode)
         r._rg = True
         if op.view:
-            n.view_ver = r._ver[0]
+            n.view_ver = r._storage.version
     return r
 
 
@@ -328,13 +328,13 @@ def _broadcast_error(op, datas):
 
 def _share_storage(r, x):
     """Make ``r`` a view of ``x``: the same version counter, the same base (noted when it records nothing)."""
-    r._ver = x._ver
+    r._storage = x._storage
     r._base = x if x._base is None else x._base
     if not r._base._rg:
         _note_plain_view(r)
 
 
-def _record(op, args, datas, params, aux, out, out_ver, mode):
+def _record(op, args, datas, params, aux, out, out_storage, mode):
     """The Node for one call of ``op`` (its inputs' edges, what the rule saves, versions)."""
     n = _new(Node)
     n.op = op.name
@@ -354,7 +354,7 @@ def _record(op, args, datas, params, aux, out, out_ver, mode):
     n.saved, vers = _save(op, args, datas, n.parents, n_grad) if op.save else ((), ())
     if op.save_out:
         n._out = out
-        vers += ((out_ver, out_ver[0], -1),)
+        vers += ((out_storage, out_storage.version, -1),)
     else:
         n._out = None
     n.vers = vers
@@ -403,8 +403,8 @@ def _save(op, args, datas, parents, n_grad):
             saved.append(None)
         elif isinstance(a, Tensor):
             saved.append(a)
-            v = a._ver
-            vers.append((v, v[0], i))
+            st = a._storage
+            vers.append((st, st.version, i))
         elif a is None or isinstance(a, (int, float, bool)):
             saved.append(a)
         else:
@@ -428,7 +428,7 @@ def _wrap_many(op, outs, args, datas, params, aux, record, mode):
     outs = tuple(_as_array(o) for o in outs)
     ts = tuple(wrap(o) for o in outs)
     if record and any(o.dtype.kind == "f" for o in outs):
-        n = _record(op, args, datas, params, aux, outs[0], ts[0]._ver, mode)
+        n = _record(op, args, datas, params, aux, outs[0], ts[0]._storage, mode)
         n.n_out, n.special = len(outs), True
         for k, t in enumerate(ts):
             if t.data.dtype.kind == "f":
@@ -451,13 +451,16 @@ def _shares(out, xd) -> bool:
 
 def _note_plain_view(v):
     """Remember a view of storage that does not require grad, so that a recorded in-place write
-    which makes the storage require grad can give it a history too (ops/inplace.py). The weak
-    references ride on the storage's version cell, ``_ver[1:]``; dead ones are dropped as it grows."""
-    cell = v._ver
-    cell.append(weakref.ref(v))
-    n = len(cell)
+    which makes the storage require grad can give it a history too (ops/inplace.py): a weak
+    reference in its Storage's ``views``, where dead ones are dropped as the list grows."""
+    st = v._storage
+    views = st.views
+    if views is None:
+        views = st.views = []
+    views.append(weakref.ref(v))
+    n = len(views)
     if n > 32 and n & (n - 1) == 0:
-        cell[1:] = [w for w in cell[1:] if w() is not None]
+        views[:] = [w for w in views if w() is not None]
 
 
 # ---------------------------------------------------------------------------

@@ -148,7 +148,7 @@ class Function:
         del ctx._returned
         if node is not None:
             node.saved = tuple(s for s in saved if isinstance(s, Tensor))  # counted, and released after backward
-            node.vers += tuple((s._ver, s._ver[0], f"saved tensor {i}") for i, s in enumerate(saved)
+            node.vers += tuple((s._storage, s._storage.version, f"saved tensor {i}") for i, s in enumerate(saved)
                                if isinstance(s, Tensor))
             for o in _state.get().observers:
                 o.recorded(node)

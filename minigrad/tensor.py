@@ -42,6 +42,22 @@ def check_grad_dtype(dtype, where="requires_grad") -> None:
 _new = object.__new__
 
 
+class Storage:
+    """What a tensor and its views share: ``version``, bumped by every in-place write (backward
+    checks the tensors it saved against it), and ``views``, weak references to views of it that
+    record nothing, so that a recorded write which makes the storage require grad can give them
+    a history (ops/inplace.py); None until there is one."""
+
+    __slots__ = ("version", "views")
+
+    def __init__(self):
+        self.version = 0
+        self.views = None
+
+    def __repr__(self):
+        return f"<Storage version {self.version}>"
+
+
 def wrap(data):
     """A Tensor over the backend array ``data``: no checks, no copy (internal)."""
     t = _new(Tensor)
@@ -50,7 +66,7 @@ def wrap(data):
     t._grad = None
     t._node = None
     t._oidx = 0
-    t._ver = [0]
+    t._storage = Storage()
     if _state.active:  # a capture (mg.compile) tells arrays it knows from ones it missed
         _state.born(t)
     return t
@@ -143,7 +159,7 @@ class Tensor:
 
     # every op makes one: the hot fields are slots; rarely set ones live in the instance
     # __dict__ and default to the class attributes below
-    __slots__ = ("data", "_rg", "_grad", "_node", "_oidx", "_ver", "__dict__", "__weakref__")
+    __slots__ = ("data", "_rg", "_grad", "_node", "_oidx", "_storage", "__dict__", "__weakref__")
     __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
     _hooks = None   # gradient hooks of a leaf (a non-leaf's live on its Node)
     _base = None    # the tensor whose storage this view shares
@@ -156,7 +172,7 @@ class Tensor:
         self._grad = None
         self._node = None
         self._oidx = 0
-        self._ver = [0]
+        self._storage = Storage()
         if _state.active:  # made in a captured step, not a live tensor
             _state.born(self)
         if requires_grad:

@@ -193,7 +193,7 @@ class TensorMethods:
         """The same data, cut from the graph (shares memory and version counter)."""
         # a captured step (mg.compile) reads the data again on each replay (a parameter's: live)
         t = wrap(_state.kernel(_data_of, self) if _state.active else self.data)
-        t._ver = self._ver
+        t._storage = self._storage
         t._base = self if self._base is None else self._base
         return t
 
@@ -221,7 +221,7 @@ class TensorMethods:
     @property
     def _version(self) -> int:
         """How many in-place writes the storage has had (PyTorch's ``t._version``), shared by its views."""
-        return self._ver[0]
+        return self._storage.version
 
     def retain_grad(self) -> None:
         """Keep ``.grad`` for this non-leaf tensor after backward."""

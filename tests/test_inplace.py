@@ -31,12 +31,12 @@ def test_values_and_version(name, op, ref, other):
     o = {"tensor": rnd((3, 4), 1, low=0.5), "row": rnd((4,), 2, low=0.5), "scalar": 1.75,
          "array": rnd((3, 1), 3, low=0.5)}[other]
     t = mg.tensor(a.copy())  # mg.tensor keeps a NumPy array's memory: writes would reach `a`
-    ver = t._ver[0]
+    ver = t._storage.version
     arg = mg.tensor(o) if other in ("tensor", "row") else (mg.tensor(o).data if other == "array" else o)
     r = op(t, arg)
     assert r is t  # in place: the same tensor comes back
     np.testing.assert_allclose(to_np(t), ref(a, o), rtol=1e-12)
-    assert t._ver[0] == ver + 1
+    assert t._storage.version == ver + 1
 
 
 def test_augmented_assignment_keeps_the_object_and_storage():
@@ -50,7 +50,7 @@ def test_augmented_assignment_keeps_the_object_and_storage():
     assert id(t) == ident and t.data is data
     np.testing.assert_allclose(t.numpy(), (np.arange(6.0) + 0.5) * 2 / 4)
     np.testing.assert_allclose(v.numpy(), t.numpy()[2:])
-    assert t._ver[0] == 4
+    assert t._storage.version == 4
 
 
 def test_zero_fill_clamp_copy():
@@ -70,7 +70,7 @@ def test_zero_fill_clamp_copy():
     t.copy_(mg.arange(4))  # broadcast and cast
     np.testing.assert_array_equal(t.numpy(), np.tile(np.arange(4.0), (3, 1)))
     assert t.dtype == mg.float64
-    assert t._ver[0] == 7
+    assert t._storage.version == 7
     with pytest.raises(ValueError, match="at least one"):
         t.clamp_()
     with pytest.raises(ValueError, match="does not broadcast"):
@@ -95,7 +95,7 @@ def test_setitem_values_and_version():
     want[2, 1:3] = [5, 6]
     want[..., 0] = np.arange(4.0)
     np.testing.assert_array_equal(t.numpy(), want)
-    assert t._ver[0] == 6
+    assert t._storage.version == 6
     with pytest.raises(ValueError, match="setitem"):
         t[0] = mg.ones(3)
     with pytest.raises(IndexError, match="setitem"):
@@ -194,10 +194,10 @@ def test_leaf_requiring_grad_only_under_no_grad(write):
     w = leaf(3)
     with pytest.raises(RuntimeError, match="leaf tensor that requires grad.*no_grad"):
         write(w)
-    assert w._ver[0] == 0
+    assert w._storage.version == 0
     with mg.no_grad():
         write(w)
-    assert w._ver[0] == 1 and w.requires_grad and w.is_leaf
+    assert w._storage.version == 1 and w.requires_grad and w.is_leaf
 
 
 def test_view_of_a_leaf_requiring_grad():
@@ -415,7 +415,7 @@ def test_plain_views_are_remembered_weakly():
     keep = [t[i] for i in range(3)]
     for i in range(1000):
         t[i % 10 :]  # a view, dropped at once
-    assert len(t._ver) < 100 and t._ver[0] == 0
+    assert len(t._storage.views) < 100 and t._storage.version == 0
     x = leaf(10)
     t.copy_(x)
     assert all(k.requires_grad for k in keep)
@@ -483,7 +483,7 @@ def test_broadcast_views_cannot_be_written():
     for write in (lambda e: e.add_(1), lambda e: e.__setitem__((0, 0), 1.0), lambda e: e.zero_()):
         with pytest.raises(RuntimeError, match="broadcast .expanded. tensor.*share one memory location"):
             write(e)
-    assert (t.numpy() == 0).all() and t._ver[0] == 0
+    assert (t.numpy() == 0).all() and t._storage.version == 0
     with pytest.raises(RuntimeError, match="broadcast"):
         t[None].broadcast_to((2, 4)).mul_(2)
     c = e.clone()

@@ -149,7 +149,7 @@ def test_step_keeps_float32_grads_untouched_and_bumps_version():
     w = mg.randn(3, 3, requires_grad=True)
     (w * w).sum().backward()
     g = to_np(w.grad).copy()
-    v = w._ver[0]
+    v = w._storage.version
     for cls, kw in ((mg.optim.SGD, dict(lr=0.1, momentum=0.9, weight_decay=0.1)), (mg.optim.Adam, {}),
                     (mg.optim.AdamW, {})):
         opt = cls([w], **kw)
@@ -161,7 +161,7 @@ def test_step_keeps_float32_grads_untouched_and_bumps_version():
             for val in st.values():
                 if hasattr(val, "dtype"):
                     assert val.dtype == np.float32
-    assert w._ver[0] > v
+    assert w._storage.version > v
 
 
 def test_parameters_without_grad_are_skipped():

@@ -79,7 +79,7 @@ def test_views_share_storage_like_numpy(name, device):
     assert [s for s, n in zip(v.stride(), v.shape, strict=True) if n != 1] == [s for s, n in zip(host_strides(want), want.shape, strict=True) if n != 1]
     assert v.storage_offset() == (want.__array_interface__["data"][0] - base_np.__array_interface__["data"][0]) // 8
     assert v.is_contiguous() == bool(want.flags.c_contiguous)
-    assert v._ver is t._ver  # one version counter per storage
+    assert v._storage is t._storage  # one version counter per storage
     assert v._base is t  # the root tensor owning the storage
 
 
@@ -106,7 +106,7 @@ def test_copies_do_not_share(make):
     t = mg.arange(12.0).reshape(3, 4)
     c = make(t)
     assert not shares(c, t)
-    assert c._ver is not t._ver and c._base is None
+    assert c._storage is not t._storage and c._base is None
 
 
 def test_view_raises_where_reshape_copies():
@@ -142,7 +142,7 @@ def test_broadcast_views_have_zero_strides():
 def test_detach_shares_storage_and_version():
     x = mg.tensor([1.0, 2.0], requires_grad=True)
     d = x.detach()
-    assert shares(d, x) and d._ver is x._ver and not d.requires_grad
+    assert shares(d, x) and d._storage is x._storage and not d.requires_grad
 
 
 # -- writes through views -------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_write_through_a_view_is_seen_by_base_and_other_views(device):
     np.testing.assert_array_equal(to_np(flat), want.reshape(12))
     # each write bumped the storage's one counter; `flat[11] += 2` is two writes (+= on the view, then
     # the assignment back), as in PyTorch
-    assert t._ver[0] == 5
+    assert t._storage.version == 5
 
 
 def test_write_into_base_is_seen_by_views():

@@ -28,7 +28,7 @@ def _fill(t, values):
     if _be.is_cupy_array(d):
         values = _be.to_device(values.astype(d.dtype, copy=False), _be.device_of(d))
     d[...] = values
-    t._ver[0] += 1
+    t._storage.version += 1
     return t
 
 
@@ -49,7 +49,7 @@ def normal_(t, mean: float = 0.0, std: float = 1.0):
 def constant_(t, val: float):
     """Fill with ``val``."""
     t.data[...] = val
-    t._ver[0] += 1
+    t._storage.version += 1
     return t
 
 

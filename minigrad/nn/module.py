@@ -12,7 +12,7 @@ from .. import _state
 from .. import backend as _be
 from .._util import NOARG
 from ..errors import MinigradError
-from ..tensor import Tensor, get_default_dtype, zero_grads
+from ..tensor import Storage, Tensor, get_default_dtype, zero_grads
 
 
 class StateDictError(MinigradError, RuntimeError):
@@ -39,7 +39,7 @@ class Parameter(Tensor):
             data = np.empty((0,), dtype=get_default_dtype())
         Tensor.__init__(self, data)
         if isinstance(data, Tensor):
-            self._ver = data._ver  # the same storage, the same version counter
+            self._storage = data._storage  # the same storage, the same version counter
         if requires_grad:
             self.requires_grad = True
 
@@ -351,7 +351,7 @@ class Module:
             if _be.is_cupy_array(d) or _be.is_cupy_array(a):
                 a = _be.to_device(a, _be.device_of(d))
             d[...] = a  # casts to the parameter's dtype
-            t._ver[0] += 1
+            t._storage.version += 1
         return _IncompatibleKeys(missing, unexpected)
 
     # -- devices and dtypes -------------------------------------------------------------------------------
@@ -382,7 +382,7 @@ class Module:
                 changed = True
             if changed:
                 t.data = a
-                t._ver = [0]
+                t._storage = Storage()
                 if t.grad is not None:
                     g = t.grad.data
                     if dev is not None:

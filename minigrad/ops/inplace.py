@@ -5,7 +5,7 @@ views see the write) and ``t[idx] = value``; those methods themselves are in ``w
 ``t._version`` reads the counter.
 
 Every write goes into the tensor's storage, so its base and every other view of that
-storage see it, and bumps the storage's version counter (``t._ver[0]``). A Node
+storage see it, and bumps the storage's version counter (``t._storage.version``). A Node
 remembers the versions of the tensors it saved; backward refuses one that changed
 since, naming the op and both versions. A gradient is never silently wrong.
 
@@ -31,7 +31,7 @@ When a write is allowed, and what it records
     ``h[0] += x`` or ``buf[:, 1] = y`` inside a graph get correct gradients;
   * when a write makes a storage require grad for the first time (``buf[0] = x`` on a plain
     ``buf``), the views of it taken before (remembered weakly by ``engine._note_plain_view`` on
-    the storage's version cell, ``_ver[1:]``) get a history reading the new one, so they
+    the storage's ``views``) get a history reading the new one, so they
     carry gradients too (``left, right = out[:, :H], out[:, H:]`` then filling both works);
   * a tensor that shares storage with a tensor in the graph without being part of the
     graph (``y.detach()`` or a view of ``y`` taken under ``no_grad``, ``y`` a non-leaf):
@@ -218,7 +218,7 @@ def _const(v, op, t):
 
 
 def _aliases(o, t) -> bool:
-    return isinstance(o, Tensor) and o._ver is t._ver
+    return isinstance(o, Tensor) and o._storage is t._storage
 
 
 def _saved_value(o, t):
@@ -256,7 +256,7 @@ def _history(t, copy):
     """A Tensor standing for ``t`` before the write: its history, and its values (a recorded
     clone when the rule will read them after ``t`` is overwritten)."""
     old = wrap(t.data)
-    old._ver = t._ver
+    old._storage = t._storage
     if t._node is not None:
         e = edge(t)  # a stale view is re-derived from its base first
         old._node, old._oidx = e if isinstance(e, tuple) else (e, 0)
@@ -279,7 +279,7 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
     params = params or {}
     _state.note_write(t)  # a captured step (mg.compile) refuses writes into its inputs
     # an operand sharing t's storage is read before the write: a (recorded) clone of it is saved
-    others = tuple(o.clone() if isinstance(o, Tensor) and o._ver is t._ver else o for o in others)
+    others = tuple(o.clone() if isinstance(o, Tensor) and o._storage is t._storage else o for o in others)
     grad_others = tuple(o for o in others if isinstance(o, Tensor))
     mode, self_rg = _plan(t, name, grad_others)
     _prepare_storage(t, name)
@@ -320,7 +320,7 @@ def _store(t, r, name, check):
         _check_result(t, r.data, name)
     if r.data is not t.data:
         _state.kernel(_assign, t, r.data)  # a captured step (mg.compile) writes again on each replay
-    t._ver[0] += 1
+    t._storage.version += 1
     return t
 
 
@@ -365,7 +365,7 @@ def view_history(v, base, pos):
     """Give the view ``v`` a fresh history: ``v = base.flat[pos]`` of ``base``'s current history."""
     r = apply(AS_STRIDED, base, pos, shape=tuple(base.data.shape))
     n = r._node
-    n.view_ver = v._ver[0]
+    n.view_ver = v._storage.version
     old = v._node
     if old is not None and old.retain is not None and old.retain() is v:  # retain_grad() goes along
         n.retain, n.special, old.retain = old.retain, True, None
@@ -379,17 +379,16 @@ def refresh_view(x):
     n = x._node
     base = _live_base(x)
     if base is None or not base._rg or _overlapping(base.data):
-        n.view_ver = x._ver[0]  # nothing to re-derive from: the history it has is the one there is
+        n.view_ver = x._storage.version  # nothing to re-derive from: the history it has is the one there is
         return n
     return view_history(x, base, _positions(x.data, base.data))
 
 
 def _promote_views(root, done):
     """The storage of ``root`` has just come to require grad: give the views taken of it before
-    (remembered by the engine on the storage's version cell) a history reading ``root``'s new one."""
-    cell = root._ver
-    refs = cell[1:]
-    del cell[1:]
+    (remembered by the engine in the storage's ``views``) a history reading ``root``'s new one."""
+    refs = root._storage.views or ()
+    root._storage.views = None
     for w in refs:
         v = w()
         if v is None or v is done or v._rg or v._node is not None or v._base is not root:

@@ -158,7 +158,7 @@ def copy_(t, src):
     if isinstance(src, Tensor):
         if src.device != t.device:
             src = src.to(t.device)
-        elif src._ver is t._ver:
+        elif src._storage is t._storage:
             src = src.clone()
     else:
         src = _const(src, op, t)
@@ -243,7 +243,7 @@ def setitem(t, idx, value):
     if isinstance(value, Tensor):
         if type(value.data) is not type(t.data):
             _same_device(op, t.data, value.data)
-        if value._ver is t._ver:
+        if value._storage is t._storage:
             value = value.clone()
     else:
         value = _const(value, op, t)

@@ -58,7 +58,7 @@ class SGD(Optimizer):
                 d = p.data
                 if plain:  # the hot path: one scaled temporary, one in-place subtract
                     d -= lr * g
-                    p._ver[0] += 1
+                    p._storage.version += 1
                     continue
                 if group["maximize"]:
                     g = -g
@@ -77,7 +77,7 @@ class SGD(Optimizer):
                         buf += (1 - group["dampening"]) * g
                     g = g + momentum * buf if group["nesterov"] else buf
                 d -= lr * g
-                p._ver[0] += 1
+                p._storage.version += 1
 
 
 class Adam(Optimizer):
@@ -142,7 +142,7 @@ class Adam(Optimizer):
                     denom = xp.sqrt(v) / bc2_sqrt
                 denom += eps
                 d -= step_size * (m / denom)
-                p._ver[0] += 1
+                p._storage.version += 1
 
 
 class AdamW(Adam):
@@ -207,7 +207,7 @@ class RMSprop(Optimizer):
                     d -= lr * buf
                 else:
                     d -= lr * (g / avg)
-                p._ver[0] += 1
+                p._storage.version += 1
 
 
 def _lerp(m, g, w):
@@ -251,4 +251,4 @@ class Adagrad(Optimizer):
                 std = xp.sqrt(s)
                 std += eps
                 d -= clr * (g / std)
-                p._ver[0] += 1
+                p._storage.version += 1
