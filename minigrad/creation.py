@@ -197,6 +197,19 @@ def randn_like(x, dtype=None, device=None, requires_grad=False, seed=None) -> Te
                  requires_grad=requires_grad, seed=seed)
 
 
+def dropout_mask(shape, p, dtype, device):
+    """Keep (scaled by 1 / (1 - p)) or drop each element, from ``mg.manual_seed``'s generator: the
+    mask of ``F.dropout`` (a random draw, so a captured step draws a fresh one on each replay)."""
+    return _state.kernel(_dropout_mask, tuple(shape), p, np.dtype(dtype), device)
+
+
+def _dropout_mask(shape, p, dtype, device):
+    keep = _rng.random(shape, dtype=np.float32) >= p
+    mask = keep.astype(dtype)
+    mask *= 1.0 / (1.0 - p)
+    return mask if device == "cpu" else _be.to_device(mask, device)
+
+
 def _like_dtype(x, dtype, op):
     d = np.dtype(x.dtype if dtype is None else dtype)
     if d.kind != "f":

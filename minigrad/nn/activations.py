@@ -1,8 +1,8 @@
 """Smooth activations, functional form: ``gelu`` (exact or tanh) and ``silu``.
 
-``gelu`` (exact) is ``x * Phi(x)`` with ``Phi`` the normal CDF: a Function computed from a
-Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose gradient
-``exp(-x^2 / 2) / sqrt(2 pi)`` is made of ordinary ops.
+``gelu`` (exact) is ``x * Phi(x)`` with ``Phi`` the normal CDF: an op (``normal_cdf``) computed
+from a Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose
+gradient ``exp(-x^2 / 2) / sqrt(2 pi)`` is an array-API rule like every other.
 
 ``minigrad.nn.functional`` exports these names; their registry entries close this file.
 """
@@ -12,12 +12,9 @@ import math
 
 import numpy as np
 
-from .. import _state
-from .. import autograd as _ag
 from .. import backend as _be
-from ..tensor import Tensor
-from ..ops._registry import Sample
-from ..ops._registry import as_tensor
+from ..engine import apply
+from ..ops._registry import Sample, as_tensor, defop
 from .conv import _r, register
 
 # W. J. Cody's rational approximations of erf / erfc (Math. Comp. 23, 1969; netlib specfun CALERF)
@@ -92,23 +89,15 @@ def _erfc_cody(x):
     return out.astype(x.dtype, copy=False)
 
 
-def _normal_cdf(xd):
-    return 0.5 * _erfc_array(xd * -(1.0 / math.sqrt(2.0)))
+def _normal_cdf(xp, x):
+    return 0.5 * _erfc_array(x * -(1.0 / math.sqrt(2.0)))
 
 
-class _NormalCDF(_ag.Function):
-    """Phi(x) = erfc(-x / sqrt 2) / 2; its gradient exp(-x^2 / 2) / sqrt(2 pi) is made of recorded ops."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        # a captured step (mg.compile) computes it again on each replay
-        return Tensor(_state.kernel(_normal_cdf, x.data), device=x.device)
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return g * ((x * x) * -0.5).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+# Phi(x) = erfc(-x / sqrt 2) / 2; its gradient is the normal density exp(-x^2 / 2) / sqrt(2 pi)
+NORMAL_CDF = defop("normal_cdf", _normal_cdf,
+                   lambda ctx, g: (g * ctx.xp.exp((ctx.saved[0] * ctx.saved[0]) * -0.5) * (1.0 / math.sqrt(2.0 * math.pi)),),
+                   save=(0,), kind="elementwise", samples=lambda rng: [Sample(_r(rng, 3, 4) * 2), Sample(_r(rng, 5))],
+                   torch=lambda th, x: th.special.ndtr(x))
 
 
 def gelu(x, approximate: str = "none"):
@@ -123,7 +112,7 @@ def gelu(x, approximate: str = "none"):
     """
     x = as_tensor(x, "gelu")
     if approximate == "none":
-        return x * _NormalCDF.apply(x)
+        return x * apply(NORMAL_CDF, x)
     if approximate == "tanh":
         inner = (x + 0.044715 * (x * x * x)) * math.sqrt(2.0 / math.pi)
         return 0.5 * x * (1.0 + inner.tanh())

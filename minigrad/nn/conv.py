@@ -24,13 +24,11 @@ import warnings
 
 import numpy as np
 
-from .. import _state
 from .. import autograd as _ag
-from .. import backend as _be
 from .. import strided as _strided
-from ..ops._registry import Sample, composite
+from ..engine import apply
+from ..ops._registry import Sample, composite, defop
 from ..ops.einsum import einsum
-from ..tensor import Tensor
 from ..ops._registry import as_tensor
 
 __all__ = ["pad", "conv1d", "conv2d", "batch_norm"]
@@ -55,26 +53,22 @@ def _ntuple(v, n, name, op, minimum=1):
 # -- padding --------------------------------------------------------------------------------------
 
 
-class _Pad(_ag.Function):
-    """Constant padding; its gradient is the slice of the interior (a view)."""
-
-    @staticmethod
-    def forward(ctx, x, widths, value):
-        inner = tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, widths, strict=True))
-        ctx.inner = inner
-        # a captured step (mg.compile) pads again on each replay
-        return Tensor(_state.kernel(_padded, x.data, widths, value, inner), device=x.device)
-
-    @staticmethod
-    def backward(ctx, g):
-        return g[ctx.inner], None, None
+def _inner(shape, widths):
+    """Where the input sits inside its padding: one slice per dim."""
+    return tuple(slice(lo, lo + n) for n, (lo, _) in zip(shape, widths, strict=True))
 
 
-def _padded(xd, widths, value, inner):
-    shape = tuple(n + lo + hi for n, (lo, hi) in zip(xd.shape, widths, strict=True))
-    out = _be.array_module(xd).full(shape, value, dtype=xd.dtype)
-    out[inner] = xd
+def _padded(xp, x, widths, value):
+    out = xp.full(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths, strict=True)), value, dtype=x.dtype)
+    out[_inner(x.shape, widths)] = x
     return out
+
+
+# constant padding; its gradient is the slice of the interior (a view)
+PAD_CONSTANT = defop("pad_constant", _padded,
+                     lambda ctx, g, widths, value: (g[_inner(ctx.meta[0][0], widths)],), kind="other",
+                     samples=lambda rng: [Sample(_r(rng, 2, 3), widths=((0, 0), (1, 2)), value=0.5),
+                                          Sample(_r(rng, 2, 2, 3), widths=((1, 0), (0, 0), (2, 1)), value=0.0)])
 
 
 def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyTorch's name
@@ -110,7 +104,7 @@ def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyT
 def _pad(x, widths, value=0.0):
     if all(lo == 0 and hi == 0 for lo, hi in widths):
         return x
-    return _Pad.apply(x, tuple(widths), value)
+    return apply(PAD_CONSTANT, x, widths=tuple(widths), value=value)
 
 
 # -- convolution ------------------------------------------------------------------------------------

@@ -13,8 +13,6 @@ import numbers
 
 import numpy as np
 
-from .. import _state
-from .. import backend as _be
 from .. import creation
 from ..ops import linalg as _la
 from ..ops import elementwise as _ew
@@ -138,15 +136,7 @@ def dropout(x, p: float = 0.5, training: bool = True):
     if p == 1.0:
         return x * 0.0
     # a captured step (mg.compile) draws a fresh mask on each replay, as eager does
-    return x * _state.kernel(_dropout_mask, x.shape, p, x.data.dtype, x.device)
-
-
-def _dropout_mask(shape, p, dtype, device):
-    """Keep (scaled by 1 / (1 - p)) or drop each element, from ``mg.manual_seed``'s generator."""
-    keep = creation._rng.random(shape, dtype=np.float32) >= p
-    mask = keep.astype(dtype)
-    mask *= 1.0 / (1.0 - p)
-    return mask if device == "cpu" else _be.to_device(mask, device)
+    return x * creation.dropout_mask(x.shape, p, x.data.dtype, x.device)
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):

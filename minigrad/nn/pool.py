@@ -15,13 +15,11 @@ import numbers
 
 import numpy as np
 
-from .. import _state
-from .. import backend as _be
 from .. import strided as _strided
 from ..ops.shape import stack
 from ..tensor import Tensor
-from ..ops._registry import Sample
-from ..ops._registry import as_tensor
+from ..engine import apply
+from ..ops._registry import Sample, as_tensor, defop
 from .conv import _ntuple, _pad, _r, register
 
 
@@ -49,20 +47,18 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     spatial = tuple(range(x.ndim - nd, x.ndim))
     widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
     xpad = _pad(x, widths, -math.inf)
-    # which element of each window is the (first) maximum: found without recording
-    v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation).data
-    # a captured step (mg.compile) finds the maxima again on each replay
-    index = _state.kernel(_window_argmax, v, nd, ks, stride, dilation)
+    # which element of each window is the (first) maximum: constants (index arrays), not recorded
+    v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation)
+    index = apply(WINDOW_ARGMAX, v, nd=nd, ks=ks, stride=stride, dilation=dilation)
     out = xpad[index]                                          # the gradient reaches that one element
     if not return_indices:
         return out
     # PyTorch's indices: flat positions in the unpadded input's spatial dims
-    return out, Tensor(_state.kernel(_flat_positions, x.shape, nd, pads, *index), device=x.device)
+    return out, apply(FLAT_POSITIONS, *index, xshape=tuple(x.shape), nd=nd, pads=pads)
 
 
-def _window_argmax(v, nd, ks, stride, dilation):
+def _window_argmax(xp, v, nd, ks, stride, dilation):
     """The index (one array per dim of the input) of the (first) maximum of each window of ``v``."""
-    xp = _be.array_module(v)
     ndim = v.ndim - nd
     lead = v.shape[:ndim]
     k = int(np.prod(ks))
@@ -83,14 +79,18 @@ def _window_argmax(v, nd, ks, stride, dilation):
     return tuple(index)
 
 
-def _flat_positions(xshape, nd, pads, *index):
-    xp = _be.array_module(index[-1])
+def _flat_positions(xp, *index, xshape, nd, pads):
     flat = xp.zeros(index[-1].shape, dtype=np.int64)
     ndim = len(xshape)
     for j in range(nd):
         ax = ndim - nd + j
         flat = flat * xshape[ax] + (index[ax] - pads[j])
     return flat
+
+
+# the index arrays of max pooling, as ops (not differentiable: constants for the gradient)
+WINDOW_ARGMAX = defop("window_argmax", _window_argmax, kind="other", n_out=None)
+FLAT_POSITIONS = defop("flat_positions", _flat_positions, kind="other")
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
