@@ -46,13 +46,11 @@ class Storage:
     """What a tensor and its views share: ``version``, bumped by every in-place write (backward
     checks the tensors it saved against it), and ``views``, weak references to views of it that
     record nothing, so that a recorded write which makes the storage require grad can give them
-    a history (ops/inplace.py); None until there is one."""
+    a history (ops/inplace.py); None until there is one. Every op makes one: the defaults are
+    class attributes, so making one runs no Python code."""
 
-    __slots__ = ("version", "views")
-
-    def __init__(self):
-        self.version = 0
-        self.views = None
+    version = 0
+    views = None
 
     def __repr__(self):
         return f"<Storage version {self.version}>"
