@@ -131,6 +131,59 @@ def test_fmax_ignores_nan_and_its_gradient_goes_to_the_number():
     np.testing.assert_array_equal(y.grad.numpy(), [1, 0, 0])
 
 
+Z = np.array([[1.5, 0.0, -2.0, 0.5], [0.7, 1.2, -1.1, 2.0], [0.0, 0.0, 3.0, 1.0]])
+REDUCE = [  # (NumPy function, args after the array, kwargs)
+    ("sum", (), {}), ("sum", (1,), {"keepdims": True}), ("prod", (), {}), ("prod", (-1,), {}),
+    ("prod", ((0, 1),), {"keepdims": True}), ("mean", (0,), {}), ("average", (1,), {}),
+    ("average", (1, np.arange(1.0, 5.0)), {}), ("var", (), {"ddof": 1}), ("std", (0,), {}), ("max", (1,), {}),
+    ("min", (), {}), ("amax", (0,), {"keepdims": True}), ("amin", (-1,), {}), ("ptp", (1,), {}), ("ptp", (), {}),
+    ("cumsum", (), {}), ("cumsum", (1,), {}), ("cumprod", (0,), {}), ("cumprod", (), {}), ("diff", (), {}),
+    ("diff", (2, 0), {}), ("diff", (), {"prepend": 0.0, "append": [[1.0], [2.0], [3.0]]}), ("nansum", (1,), {}),
+    ("nanmean", (0,), {}),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs", REDUCE, ids=[f"{n}{a}{k}" for n, a, k in REDUCE])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])
+def test_reduction_values_and_dtypes(name, args, kwargs, dtype):
+    a = (Z * 2).astype(dtype)
+    if dtype is np.bool_ and name in ("diff", "var", "std", "ptp", "average", "nanmean"):
+        return  # NumPy refuses some of these on bools; not a Tensor question
+    f = getattr(np, name)
+    with np.errstate(all="ignore"):
+        _same(f(T(a), *args, **kwargs), f(a, *args, **kwargs))
+
+
+def test_prod_gradient_at_zeros_is_pytorchs():
+    torch = pytest.importorskip("torch")
+    for z in (Z, Z[:, 1:], Z[1]):
+        t = T(z, rg=True)
+        np.prod(t, axis=-1).sum().backward()
+        tt = torch.tensor(z, requires_grad=True)
+        tt.prod(-1).sum().backward()
+        np.testing.assert_allclose(t.grad.numpy(), tt.grad.numpy())
+
+
+def test_ties_share_the_gradient_of_amax_and_ptp():
+    t = T([[1.0, 3.0, 3.0], [2.0, 2.0, 0.5]], rg=True)
+    np.amax(t, axis=1).sum().backward()
+    np.testing.assert_allclose(t.grad.numpy(), [[0, 0.5, 0.5], [0.5, 0.5, 0]])
+
+
+def test_nan_functions_give_nans_no_gradient():
+    a = np.array([1.0, np.nan, 3.0])
+    t = T(a, rg=True)
+    (np.nansum(t) + np.nanmean(t)).backward()
+    np.testing.assert_allclose(t.grad.numpy(), [1.5, 0.0, 1.5])
+
+
+def test_scan_and_prod_methods():
+    t = T(Z)
+    _same(t.prod(axis=1), Z.prod(axis=1))
+    _same(t.cumsum(0), Z.cumsum(0))
+    _same(t.cumprod(1), Z.cumprod(1))
+
+
 def test_the_docs_table_is_the_registry():
     text = DOC.read_text(encoding="utf-8")
     assert BEGIN in text and END in text, f"docs/ops.md lacks the generated table ({BEGIN})"
