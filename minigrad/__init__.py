@@ -31,7 +31,6 @@ from .compile import compile  # noqa: A004 - mg.compile, as torch.compile
 globals().update(ops.exports())
 cat = concatenate  # noqa: F821 - exported from the registry above
 clamp = clip  # noqa: F821
-dot = matmul  # noqa: F821
 
 float16 = _np.float16
 float32 = _np.float32

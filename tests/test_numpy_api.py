@@ -256,6 +256,34 @@ def test_numpy_methods_keep_numpy_meanings():
     _same(t.flip(0), np.flip(M, 0))
 
 
+B3 = np.arange(40.0).reshape(5, 4, 2) * 0.1 - 1
+PRODUCTS = [
+    ("dot", (V, V)), ("dot", (M, M.T)), ("dot", (A3, B3)), ("dot", (M, V[:4])), ("dot", (M, np.float64(2.0))),
+    ("vdot", (M, M)), ("inner", (M, M)), ("inner", (V, V)), ("outer", (V, V[:3])), ("matmul", (M, M.T)),
+    ("tensordot", (A3, B3, ([2, 0], [1, 2]))), ("tensordot", (M, M.T, 1)), ("tensordot", (A3, A3, 3)),
+    ("kron", (M[:2, :2], M[:3, :2])), ("kron", (V[:2], M)), ("cross", (M[:, :3], V[:3])),
+    ("cross", (M[:3, :3], M[:3, 1:], 0, 1, 0)),
+]
+
+
+@pytest.mark.parametrize("name, args", PRODUCTS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(PRODUCTS)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_products_values_and_dtypes(name, args, dtype):
+    f = getattr(np, name)
+    want = f(*[_arrays(a, dtype) for a in args])
+    _same(f(*[_tensors(a, dtype) for a in args]), want)
+    _same(getattr(mg, name)(*[_tensors(a, dtype) for a in args]), want)
+
+
+def test_einsum_sublist_form():
+    a, b = T(M, rg=True), T(M.T)
+    _same(np.einsum(a, [0, 1], b, [1, 2], [0, 2]), np.einsum(M, [0, 1], M.T, [1, 2], [0, 2]))
+    _same(mg.einsum(a, [0, 1], a, [0, 1]), np.einsum(M, [0, 1], M, [0, 1]))
+    _same(mg.einsum(T(A3), [Ellipsis, 1], T(M[0]), [1]), np.einsum(A3, [Ellipsis, 1], M[0], [1]))
+    np.einsum(a, [0, 1], [1]).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.ones_like(M))
+
+
 def test_the_docs_table_is_the_registry():
     text = DOC.read_text(encoding="utf-8")
     assert BEGIN in text and END in text, f"docs/ops.md lacks the generated table ({BEGIN})"

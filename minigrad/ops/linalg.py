@@ -45,7 +45,7 @@ MATMUL = defop("matmul", lambda xp, a, b: xp.matmul(a, b), _mm_rule, save=(0, 1)
                samples=_mm_samples, torch=lambda th, a, b: a @ b)
 
 
-@public(MATMUL, method=("matmul", "dot"), dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
+@public(MATMUL, method="matmul", dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
 def matmul(a, b):
     """Matrix product with NumPy's rules: 1-D operands are promoted and the added
     dim removed; leading (batch) dims broadcast.
@@ -81,8 +81,6 @@ def _shape(v):
         return tuple(v.shape)
     return tuple(np.shape(v)) if not hasattr(v, "shape") else tuple(v.shape)
 
-
-dot = matmul
 
 
 @composite("outer", samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal(4))], numpy=(np.outer,))
