@@ -416,7 +416,6 @@ def einsum(*args, optimize="auto") -> Tensor:
     return _run(ops, pre, pairs, perm, shown)
 
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _is_sublist(v) -> bool:
