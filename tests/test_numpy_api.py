@@ -284,6 +284,74 @@ def test_einsum_sublist_form():
     np.testing.assert_array_equal(a.grad.numpy(), np.ones_like(M))
 
 
+SQ = np.array([[[2.0, 0.5, 0.1], [0.3, 1.5, -0.2], [0.0, 0.4, 1.0]], [[0.5, 2.0, 0.0], [1.5, 0.3, 0.2], [0.1, 0.0, 1.0]]])
+SPD = SQ @ np.swapaxes(SQ, -1, -2) + np.eye(3)
+RECT = np.arange(12.0).reshape(4, 3) ** 1.5 / 10 - 1
+LINALG = [
+    ("inv", (SQ,)), ("det", (SQ,)), ("slogdet", (SQ,)), ("solve", (SQ, RECT[:3, :2])), ("solve", (SQ[0], RECT[:3, 0])),
+    ("cholesky", (SPD,)), ("eigh", (SPD,)), ("eigvalsh", (SPD,)), ("svd", (RECT, False)), ("svd", (SQ,)),
+    ("svd", (RECT, True, False)), ("norm", (RECT,)), ("norm", (RECT, "nuc")), ("norm", (RECT, 2)), ("norm", (RECT, -1)),
+    ("norm", (RECT, np.inf)), ("norm", (RECT[0], 3)), ("norm", (RECT[0], 0)), ("norm", (RECT, 1, 1, True)),
+    ("norm", (SQ, "fro", (1, 2))), ("matrix_power", (SQ, 3)), ("matrix_power", (SQ, 0)), ("matrix_power", (SQ, -2)),
+    ("pinv", (RECT,)), ("lstsq", (RECT, RECT[:, :2] + 1)),
+]
+
+
+def _same_up_to_sign(got, want, name):
+    if name == "svd":  # singular vectors: one sign per vector, LAPACK's choice (the same LAPACK here)
+        np.testing.assert_allclose(np.abs(got.detach().numpy()), np.abs(want), atol=1e-6)
+        assert got.dtype == want.dtype
+    else:
+        _same(got, want)
+
+
+@pytest.mark.parametrize("name, args", LINALG, ids=[f"{n}-{i}" for i, (n, _) in enumerate(LINALG)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linalg_values_and_dtypes(name, args, dtype):
+    f = getattr(np.linalg, name)
+    want = f(*[_arrays(a, dtype) for a in args])
+    for got in (f(*[_tensors(a, dtype) for a in args]), getattr(mg.linalg, name)(*[_tensors(a, dtype) for a in args])):
+        if name == "lstsq":
+            _same(got[0], want[0])
+            _same(got[1], want[1])
+            assert got[2] == want[2]
+            _same(got[3], want[3])
+        elif isinstance(want, tuple):
+            for g, w in zip(got, want, strict=True):
+                _same_up_to_sign(g, w, name)
+        else:
+            _same(got, want)
+
+
+def test_linalg_gradients_match_torch_on_symmetric_inputs():
+    torch = pytest.importorskip("torch")
+    B = np.array([[1.0, 0.2, 0.0], [0.5, 2.0, 0.3], [0.1, 0.0, 3.0]])
+    for fn, tfn in ((lambda a: np.linalg.eigh(a).eigenvalues.sum() + np.linalg.eigh(a).eigenvectors[:, 0].sum() ** 2,
+                     lambda a: torch.linalg.eigh(a).eigenvalues.sum() + torch.linalg.eigh(a).eigenvectors[:, 0].sum() ** 2),
+                    (lambda a: np.linalg.cholesky(a).sum(), lambda a: torch.linalg.cholesky(a).sum()),
+                    (lambda a: np.linalg.slogdet(a).logabsdet, lambda a: torch.linalg.slogdet(a).logabsdet)):
+        b = T(B, rg=True)
+        fn(b @ b.T).backward()
+        tb = torch.tensor(B, requires_grad=True)
+        tfn(tb @ tb.T).backward()
+        np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_negative_determinants_and_clear_errors():
+    a = T([[0.5, 2.0], [1.5, 0.3]], rg=True)
+    sign, logabs = np.linalg.slogdet(a)
+    assert sign.item() == -1.0
+    logabs.backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.linalg.inv(a.detach().numpy()).T)
+    e = T(np.diag([1.0, 1.0, 2.0]), rg=True)
+    with pytest.raises(ValueError, match="eigenvalues repeat"):
+        np.linalg.eigh(e).eigenvectors.sum().backward()
+    np.linalg.eigvalsh(e).sum().backward()  # the eigenvalues alone are fine
+    r = T(RECT, rg=True)
+    with pytest.raises(ValueError, match="full_matrices=False"):
+        np.linalg.svd(r).U.sum().backward()
+
+
 def test_the_docs_table_is_the_registry():
     text = DOC.read_text(encoding="utf-8")
     assert BEGIN in text and END in text, f"docs/ops.md lacks the generated table ({BEGIN})"

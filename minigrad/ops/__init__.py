@@ -15,7 +15,7 @@ import numpy as _np
 from .. import backward as _backward
 from ..tensor import Tensor
 from . import einsum, elementwise, indexing, inplace, linalg, nn, reduce, shape, writes  # noqa: F401 - each registers its ops
-from . import join, math, meta, products, scan  # noqa: F401 - the differentiable NumPy (issue 32)
+from . import join, linalg_np, math, meta, products, scan  # noqa: F401 - the differentiable NumPy (issue 32)
 from ._registry import Sample, composite, registry
 
 __all__ = ["registry", "Sample", "exports", "numpy_functions"]
