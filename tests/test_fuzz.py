@@ -316,7 +316,7 @@ def _close(what, got, want):
 
 
 def _tg(t):
-    return None if t is None else t.detach().numpy()
+    return None if t is None else t.detach().numpy(force=True)  # force: torch.sign's zero gradient is a ZeroTensor
 
 
 def run_program(seed):

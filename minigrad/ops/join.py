@@ -119,7 +119,7 @@ def _atleast_row(n):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Each input with at least {n} dims (NumPy's placement of the new axes); one or a tuple."
     return _row(name, lambda rng: [Sample(np.asarray(rng.standard_normal())), Sample(_r(rng, 3)),
-                                   Sample(_r(rng, 2, 3))])(fn)
+                                   Sample(_r(rng, 2, 3))])(named(name)(fn))
 
 
 atleast_1d, atleast_2d, atleast_3d = (_atleast_row(n) for n in (1, 2, 3))
@@ -190,12 +190,14 @@ def flip(m, axis=None):
 
 
 @_row("fliplr", lambda rng: [Sample(_r(rng, 2, 3))])
+@named("fliplr")
 def fliplr(m):
     """Reverse the columns (axis 1)."""
     return flip(m, 1)
 
 
 @_row("flipud", lambda rng: [Sample(_r(rng, 2, 3))])
+@named("flipud")
 def flipud(m):
     """Reverse the rows (axis 0)."""
     return flip(m, 0)

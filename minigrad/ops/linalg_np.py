@@ -147,6 +147,13 @@ def cholesky(a):
     return apply(CHOLESKY, as_tensor(a, "cholesky"))
 
 
+def _th_eigh(th, x):
+    """Torch's eigenvectors with their signs turned to NumPy's (a constant per vector)."""
+    V = th.linalg.eigh(_lsym(th, x))[1]
+    d = np.sign((np.linalg.eigh(x.detach().numpy())[1] * V.detach().numpy()).sum(axis=-2))
+    return V * th.tensor(d)[..., None, :]
+
+
 def _eigvalsh_rule(ctx, g):
     xp = ctx.xp
     V = xp.eigh_vectors(ctx.saved[0])
@@ -173,7 +180,7 @@ EIGVALSH = defop("eigvalsh", lambda xp, x: xp.linalg.eigvalsh(x), _eigvalsh_rule
                  samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)), Sample(rng.standard_normal((3, 3)))])
 EIGH_VECTORS = defop("eigh_vectors", lambda xp, x: xp.linalg.eigh(x)[1], _eigh_vectors_rule, save=(0,), save_out=True,
                      kind="other", samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2))],
-                     torch=lambda th, x: th.linalg.eigh(_lsym(th, x))[1])
+                     torch=lambda th, x: _th_eigh(th, x))
 
 
 @public(EIGVALSH, export=False, numpy=(np.linalg.eigvalsh,))
@@ -195,6 +202,55 @@ def eigh(a, UPLO="L"):  # noqa: N803
         raise TypeError("eigh: only UPLO='L' (NumPy's default) is supported on Tensors")
     a = as_tensor(a, "eigh")
     return EighResult(apply(EIGVALSH, a), apply(EIGH_VECTORS, a))
+
+
+# -- qr ----------------------------------------------------------------------------------------------
+
+QRResult = namedtuple("QRResult", ["Q", "R"])
+
+
+def _qr_grad(xp, x, gQ=None, gR=None):
+    """PyTorch's linalg_qr_backward (reduced, m >= n): gA = (Q S + gQ) R⁻ᵀ, S from triu(gR Rᵀ - Qᵀ gQ)."""
+    m, n = x.shape[-2], x.shape[-1]
+    if m < n:
+        raise ValueError(f"qr: the gradient of a wide matrix ({m}x{n}, more columns than rows) is not supported here")
+    Q, R = xp.qr_q(x), xp.qr_r(x)
+    M = gR @ _T(R) if gR is not None else -(_T(Q) @ gQ)
+    S = xp.triu(M) + _T(xp.triu(M, 1))
+    gA = Q @ S
+    if gQ is not None:
+        gA = gA + gQ
+    return gA @ _T(xp.inv(R))
+
+
+def _th_qr(th, x):
+    """Torch's Q and R with their signs turned to NumPy's (a constant per column of Q)."""
+    Q, R = th.linalg.qr(x)
+    d = th.tensor(np.sign((np.linalg.qr(x.detach().numpy())[0] * Q.detach().numpy()).sum(axis=-2)))
+    return Q * d[..., None, :], R * d[..., :, None]
+
+
+def _qr_samples(rng):
+    return [Sample(_mats(rng, shift=2.0)), Sample(rng.standard_normal((2, 4, 3)))]
+
+
+QR_Q = defop("qr_q", lambda xp, x: xp.linalg.qr(x)[0], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gQ=g),),
+             save=(0,), kind="other", samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[0])
+QR_R = defop("qr_r", lambda xp, x: xp.linalg.qr(x)[1], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gR=g),),
+             save=(0,), kind="other", samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[1])
+
+
+@public(QR_Q, export=False, numpy=(np.linalg.qr,))
+@named("qr")
+def qr(a, mode="reduced"):
+    """``(Q, R)`` with ``a = Q @ R`` (NumPy's named tuple; ``mode="reduced"`` only, or ``"r"``).
+    Differentiable for ``m >= n`` with PyTorch's formula."""
+    a = as_tensor(a, "qr")
+    if mode == "r":
+        return apply(QR_R, a)
+    if mode != "reduced":
+        raise TypeError(f"qr: mode={mode!r} is not supported on Tensors (reduced or r)")
+    return QRResult(apply(QR_Q, a), apply(QR_R, a))
 
 
 # -- svd ---------------------------------------------------------------------------------------------
@@ -288,6 +344,8 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """``(U, S, Vh)`` with ``a = U @ (S[..., None] * Vh)`` (NumPy's named tuple), or ``S`` alone with
     ``compute_uv=False``. S's gradient is defined everywhere; U's and Vh's need distinct non-zero
     singular values, and ``full_matrices=False`` for a non-square matrix (as PyTorch)."""
+    if hermitian:
+        raise TypeError("svd: hermitian=True is not supported on Tensors (use eigh)")
     a = as_tensor(a, "svd")
     if not compute_uv:
         return svdvals(a)
@@ -402,6 +460,8 @@ def matrix_power(a, n):
 def pinv(a, rcond=None, hermitian=False, *, rtol=None):
     """The Moore-Penrose pseudo-inverse, from the SVD (singular values below ``rcond`` times the
     largest are dropped). Its gradient follows the SVD's: distinct singular values."""
+    if hermitian:
+        raise TypeError("pinv: hermitian=True is not supported on Tensors")
     a = as_tensor(a, "pinv")
     cut = rcond if rcond is not None else rtol if rtol is not None else max(a.shape[-2:]) * np.finfo(a.dtype).eps
     U, S, Vh = svd(a, full_matrices=False)

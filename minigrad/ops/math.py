@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from ..engine import apply
+from ..errors import named
 from ._registry import Sample, composite, defop, public, registry
 from . import elementwise as _ew
 from .elementwise import _binary_op, _binary_samples, _r, _unary, _unary_samples
@@ -51,7 +52,7 @@ def _alias(name, target, samples, doc, numpy=True):
     of = next(op for op in registry().values() if op.frontend is target)
     np_fns = of.numpy if numpy else ()
     of.numpy = ()
-    return composite(name, samples=samples, kind="elementwise", numpy=np_fns)(fn)
+    return composite(name, samples=samples, kind="elementwise", numpy=np_fns)(named(name)(fn))
 
 
 # -- unary -------------------------------------------------------------------------------------

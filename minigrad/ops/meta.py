@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import apply
+from ..errors import named
 from ..tensor import Tensor
 from ._registry import as_tensor, composite, defop, public
 
@@ -34,6 +35,7 @@ def size(a, axis=None) -> int:
 
 
 @composite("result_type", kind="query", numpy=(np.result_type,))
+@named("result_type")
 def result_type(*arrays_and_dtypes) -> np.dtype:
     """NumPy's ``result_type`` over Tensors (their dtypes), arrays, dtypes and numbers (not recorded).
 
@@ -63,6 +65,8 @@ def _like(name, fill, doc):
         params = {"dtype": None if dtype is None else np.dtype(dtype),
                   "shape": None if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))}
         if fill == "full":
+            if isinstance(fill_value, complex):
+                raise TypeError(f"full_like: complex fill_value {fill_value!r} is not supported (minigrad has no complex dtypes)")
             params["fill_value"] = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
         out = apply(op, x, **params)
         if device is not None and device != out.device:
@@ -80,7 +84,7 @@ def _like(name, fill, doc):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
-    return public(op, numpy=(getattr(np, name),))(fn)
+    return public(op, numpy=(getattr(np, name),))(named(name)(fn))
 
 
 zeros_like = _like("zeros_like", "zeros", "A Tensor of zeros with ``a``'s shape and dtype (NumPy's keywords; "

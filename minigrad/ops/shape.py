@@ -115,6 +115,7 @@ def flatten(x, start_dim=0, end_dim=-1):
 
 
 @composite("ravel", method="ravel", numpy=(np.ravel,), samples=lambda rng: [Sample(_r(rng, 2, 3))])
+@named("ravel")
 def ravel(x, order="C"):
     """All elements in one dim, in C order (``flatten()``)."""
     if order not in ("C", "K", "A"):
