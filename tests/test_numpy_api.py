@@ -293,12 +293,12 @@ LINALG = [
     ("svd", (RECT, True, False)), ("norm", (RECT,)), ("norm", (RECT, "nuc")), ("norm", (RECT, 2)), ("norm", (RECT, -1)),
     ("norm", (RECT, np.inf)), ("norm", (RECT[0], 3)), ("norm", (RECT[0], 0)), ("norm", (RECT, 1, 1, True)),
     ("norm", (SQ, "fro", (1, 2))), ("matrix_power", (SQ, 3)), ("matrix_power", (SQ, 0)), ("matrix_power", (SQ, -2)),
-    ("pinv", (RECT,)), ("lstsq", (RECT, RECT[:, :2] + 1)),
+    ("pinv", (RECT,)), ("lstsq", (RECT, RECT[:, :2] + 1)), ("qr", (RECT,)), ("qr", (SQ,)),
 ]
 
 
 def _same_up_to_sign(got, want, name):
-    if name == "svd":  # singular vectors: one sign per vector, LAPACK's choice (the same LAPACK here)
+    if name in ("svd", "qr"):  # singular vectors, Q's columns and R's rows: one sign per vector, LAPACK's choice (the same LAPACK here)
         np.testing.assert_allclose(np.abs(got.detach().numpy()), np.abs(want), atol=1e-6)
         assert got.dtype == want.dtype
     else:
@@ -350,6 +350,34 @@ def test_negative_determinants_and_clear_errors():
     r = T(RECT, rg=True)
     with pytest.raises(ValueError, match="full_matrices=False"):
         np.linalg.svd(r).U.sum().backward()
+
+
+def test_one_dtype_rule_for_linear_matmul_and_the_operator():
+    x, w = T(np.ones((2, 3))), T(np.ones((4, 3), np.float32))
+    calls = {"linear": lambda: mg.nn.functional.linear(x, w), "matmul": lambda: mg.matmul(x, w.T),
+             "@": lambda: x @ w.T, "np.matmul": lambda: np.matmul(x, w.T)}
+    messages = []
+    for call in calls.values():
+        with pytest.raises(TypeError, match="float64 differs from .* float32") as e:
+            call()
+        messages.append(str(e.value).split(": ", 1)[1].replace("the weight", "the second operand"))
+    assert len(set(messages)) == 1, messages  # the same message, naming the op and both dtypes
+    _same(x @ T(np.ones((3, 2), np.int64)), np.ones((2, 3)) @ np.ones((3, 2), np.int64))  # ints still promote
+    _same(x @ w.T.astype(np.float64), np.ones((2, 3)) @ np.ones((3, 4)))
+
+
+def test_metadata_queries_do_not_record_and_like_returns_tensors():
+    x = T(M, rg=True)
+    assert np.shape(x) == (3, 4) and np.ndim(x) == 2 and np.size(x) == 12 and np.size(x, 1) == 4
+    assert np.result_type(x, 1.0) == np.float64 and mg.result_type(T(M.astype(np.float32)), 2) == np.float32
+    for f, want in ((np.zeros_like, np.zeros_like(M)), (np.ones_like, np.ones_like(M)),
+                    (lambda t: np.full_like(t, 7), np.full_like(M, 7))):
+        out = f(x)
+        _same(out, want)
+        assert not out.requires_grad
+    assert np.empty_like(x, shape=(2,)).shape == (2,)
+    assert np.zeros_like(x, dtype=np.int32).dtype == np.int32
+    assert np.r_[x.detach(), x.detach()].shape == (6, 4)  # np.r_ asks np.ndim (it raised before)
 
 
 def test_the_docs_table_is_the_registry():
