@@ -34,7 +34,6 @@ from .compile import compile  # noqa: A004 - mg.compile, as torch.compile
 globals().update(ops.exports())
 cat = concatenate  # noqa: F821 - exported from the registry above
 clamp = clip  # noqa: F821
-dot = matmul  # noqa: F821
 
 float16 = _np.float16
 float32 = _np.float32
@@ -54,14 +53,14 @@ __all__ = sorted(
      "set_default_device", "get_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
      "grad", "gradcheck", "gradgradcheck", "compile", "CompileError", "AnomalyError", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",
      "get_num_threads", "autograd", "ops", "cat", "clamp", "dot", "save", "load", "nn", "optim", "sparse", "viz",
-     "strided", "io", "utils"] + list(ops.exports()))
+     "strided", "io", "utils", "linalg"] + list(ops.exports()))
 
 
 def __getattr__(name):
     # subpackages that pull in more code load on first use
     import importlib
 
-    if name in ("nn", "optim", "sparse", "viz", "strided", "io", "profile", "utils"):
+    if name in ("nn", "optim", "sparse", "viz", "strided", "io", "profile", "utils", "linalg"):
         mod = importlib.import_module(f".{name}", __name__)
         globals()[name] = mod
         return mod

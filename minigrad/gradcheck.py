@@ -50,7 +50,8 @@ def _prepare(inputs):
 def _outputs(fn, inputs):
     out = fn(*inputs)
     outs = (out,) if isinstance(out, Tensor) or _is_sparse(out) else tuple(out)
-    return [o.to_dense() if _is_sparse(o) else o for o in outs]
+    # the Tensors among the outputs: a Python number beside them (np.linalg.lstsq's rank) has no gradient
+    return [o.to_dense() if _is_sparse(o) else o for o in outs if isinstance(o, Tensor) or _is_sparse(o)]
 
 
 def _flat_data(outs):

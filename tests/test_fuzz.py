@@ -36,6 +36,8 @@ RTOL = 1e-9
 
 REG = mg.ops.registry()
 OPS = sorted(name for name, op in REG.items() if op.torch is not None and op.forward is not None)
+# ops whose domain is narrower than the positive values ``positive`` gives
+DOMAINS = {"arcsin": "unit", "arccos": "unit", "arctanh": "unit", "arccosh": "above1"}
 
 
 class Refused(Exception):
@@ -119,6 +121,14 @@ class Program:
         m, t = both("positive", lambda: mg.sigmoid(p.m) + 0.5, lambda: torch.sigmoid(p.t) + 0.5)
         return Pair(m, t, f"pos({p.what})")
 
+    def inside(self, p, domain):
+        """A value in an op's domain (``DOMAINS``): (-0.9, 0.9) ("unit") or (1.2, 2.2) ("above1")."""
+        if domain == "unit":
+            m, t = both("unit", lambda: mg.tanh(p.m) * 0.9, lambda: torch.tanh(p.t) * 0.9)
+            return Pair(m, t, f"unit({p.what})")
+        m, t = both("above1", lambda: mg.sigmoid(p.m) + 1.2, lambda: torch.sigmoid(p.t) + 1.2)
+        return Pair(m, t, f"above1({p.what})")
+
     def pick(self, shape=None):
         """A pool value (of ``shape``: reshaped from one of the same size where needed), or None."""
         if not self.pool:
@@ -169,8 +179,13 @@ class Program:
         ms, ts, desc = [], [], []
         for k, a in enumerate(sample.args):
             if k in shapes:
-                pos = bool(sample.args[k].min(initial=1.0) > 0) and name not in ("binary_cross_entropy_with_logits",)
-                p = self.operand(shapes[k], positive=pos, grad=k not in sample.nondiff)
+                a = sample.args[k]
+                pos = bool(a.min(initial=1.0) > 0) and name not in ("binary_cross_entropy_with_logits",)
+                domain = DOMAINS.get(name)
+                if domain:
+                    p = self.inside(self.operand(shapes[k], grad=k not in sample.nondiff), domain)
+                else:
+                    p = self.operand(shapes[k], positive=pos, grad=k not in sample.nondiff)
                 ms.append(p.m)
                 ts.append(p.t)
                 desc.append(p.what)
@@ -316,7 +331,7 @@ def _close(what, got, want):
 
 
 def _tg(t):
-    return None if t is None else t.detach().numpy()
+    return None if t is None else t.detach().numpy(force=True)  # force: torch.sign's zero gradient is a ZeroTensor
 
 
 def run_program(seed):

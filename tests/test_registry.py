@@ -31,7 +31,9 @@ def _one_gradient_per_input(monkeypatch):
 
 
 def _differentiable(op):
-    return op.rule is not None or op.kind == "composite"
+    """A primitive with a rule, or a composite (built from other ops) that declares samples, whatever
+    kind pictures draw it as (a reduction such as ``mean`` is a composite too)."""
+    return op.rule is not None or op.kind == "composite" or (op.forward is None and op.samples is not None)
 
 
 DIFF = sorted(name for name, op in REG.items() if _differentiable(op))

@@ -295,7 +295,7 @@ _ENTRIES = [
                                     Sample(_r(rng, 1, 4, 6, 5), _r(rng, 4, 2, 2, 3), stride=2, padding=1,
                                            dilation=(1, 2), groups=2)]),
     ("conv1d", conv1d, lambda rng: [Sample(_r(rng, 2, 2, 7), _r(rng, 3, 2, 3), padding="same")]),
-    ("pad", pad, lambda rng: [Sample(_r(rng, 2, 3), (1, 2))]),
+    ("functional_pad", pad, lambda rng: [Sample(_r(rng, 2, 3), (1, 2))]),  # F.pad; "pad" is np.pad's
 ]
 
 

@@ -17,6 +17,7 @@ from .. import engine as _engine
 from .. import tensor_methods as _tensor_methods
 from ..tensor import Tensor
 from . import einsum, elementwise, indexing, inplace, linalg, nn, reduce, shape, writes  # noqa: F401 - each registers its ops
+from . import join, linalg_np, math, meta, products, scan  # noqa: F401 - the differentiable NumPy (issue 32)
 from ._registry import Sample, composite, registry
 
 __all__ = ["registry", "Sample", "exports", "numpy_functions"]
@@ -97,7 +98,8 @@ _NUMPY = None  # numpy_functions(), built on first use (after every family has r
 _SIGS: dict = {}
 
 # names NumPy gives the operands (mapped by position onto minigrad's leading parameters)
-_DATA = frozenset(("a", "b", "x", "y", "x1", "x2", "array", "arrays", "condition", "operands"))
+_DATA = frozenset(("a", "b", "x", "y", "x1", "x2", "array", "arrays", "condition", "operands", "prototype", "m", "v",
+                   "ary", "arr", "tup", "A", "arys"))
 # NumPy's name for a parameter -> minigrad's names for it, tried in order
 _ALIASES = {"axis1": ("dim0", "a"), "axis2": ("dim1", "b"), "a_min": ("min",), "a_max": ("max",),
             "newshape": ("shape",), "axis": ("dim",), "keepdims": ("keepdim",)}

@@ -376,6 +376,8 @@ def einsum(*args, optimize="auto") -> Tensor:
       (the implicit output is ``...`` then the labels seen once, sorted); ``...``
       broadcasts; a label repeated in one operand takes the diagonal
       (``"ii->i"``, ``"ii"`` is the trace); size-1 dims broadcast.
+    * NumPy's sublist form: ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` (int labels, ``...``
+      as ``Ellipsis``; the output sublist optional, last).
     * einops: ``einsum(q, k, "batch seq_q d, batch seq_k d -> batch seq_q seq_k")``.
       Pattern last, space-separated names, ``->`` required, ``...`` allowed.
 
@@ -414,8 +416,40 @@ def einsum(*args, optimize="auto") -> Tensor:
     return _run(ops, pre, pairs, perm, shown)
 
 
+
+
+def _is_sublist(v) -> bool:
+    return isinstance(v, (list, tuple)) and all(e is Ellipsis or (isinstance(e, int) and not isinstance(e, bool))
+                                                for e in v)
+
+
+def _sublist_pattern(args):
+    """NumPy's sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` as (pattern, operands)."""
+    ops, subs = list(args[0::2]), list(args[1::2])
+    out = None
+    if len(args) % 2:  # an odd count: the last is the output's sublist
+        out = ops.pop()
+        if not _is_sublist(out):
+            raise TypeError("einsum: in the sublist form the output sublist comes last "
+                            "(einsum(a, [0, 1], b, [1, 2], [0, 2]))")
+
+    def letters(sub):
+        try:
+            return "".join("..." if e is Ellipsis else _LETTERS[e] for e in sub)
+        except IndexError:
+            raise ValueError(f"einsum: sublist labels must be in [0, 52), got {list(sub)}") from None
+
+    if not all(_is_sublist(s) for s in subs):
+        raise TypeError("einsum: in the sublist form every operand is followed by a list of int labels")
+    pattern = ",".join(letters(s) for s in subs) + ("" if out is None else "->" + letters(out))
+    return pattern, ops
+
+
 def _split_args(args):
     """-> (grammar, pattern, operands as Tensors) from einsum's positional arguments."""
+    if len(args) >= 2 and not isinstance(args[0], str) and _is_sublist(args[1]):
+        pattern, ops = _sublist_pattern(args)
+        return "numpy", pattern, [_operand(x, k) for k, x in enumerate(ops)]
     if args and isinstance(args[0], str):
         grammar, pattern, ops = "numpy", args[0], args[1:]
     elif args and isinstance(args[-1], str):

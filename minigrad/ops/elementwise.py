@@ -239,8 +239,9 @@ def _unary(name, forward, rule, samples, torch_name=None, numpy=(), save=(), sav
     """Define, register and give a public face to a one-input math op (``mg.exp``, ``t.exp()``).
     A forward that is ``xp.<name>`` is named so (``Op.ufunc``): a replay calls it directly."""
     ufunc = name if numpy and numpy[0] is getattr(np, name, None) else None
+    torch = torch_name if callable(torch_name) else lambda th, x: getattr(th, torch_name or name)(x)
     op = defop(name, forward, rule, save=save, save_out=save_out, kind="elementwise", samples=samples,
-               torch=lambda th, x: getattr(th, torch_name or name)(x), ufunc=ufunc)
+               torch=torch, ufunc=ufunc)
 
     def fn(x):
         return apply(op, x)
@@ -308,12 +309,13 @@ sigmoid = _unary("sigmoid", _sigmoid_fwd, _sigmoid_rule, _unary_samples(), save_
 relu = _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda ctx, g: (ctx.xp.where(ctx.out > 0, g, 0.0),),
               _unary_samples(away=0.0), save_out=True)
 
-SIGN = defop("sign", lambda xp, x: xp.sign(x), kind="elementwise")
+SIGN = defop("sign", lambda xp, x: xp.sign(x), lambda ctx, g: (ctx.xp.zeros_like(g),), kind="elementwise",
+             samples=_unary_samples(away=0.0), torch=lambda th, x: th.sign(x))
 
 
 @public(SIGN, method="sign", numpy=(np.sign,))
 def sign(x):
-    """-1, 0 or 1 by the sign of x (not differentiable: a constant for the gradient)."""
+    """-1, 0 or 1 by the sign of x; a zero gradient (recorded, as PyTorch's)."""
     return apply(SIGN, x)
 
 
@@ -359,8 +361,10 @@ def _extremum_rule(ctx, g, bigger):
     return gx, gy
 
 
-def _binary_op(name, fwd, rule, samples, torch, numpy, doc):
-    op = defop(name, fwd, rule, save=(0, 1), broadcast=True, kind="elementwise", samples=samples, torch=torch)
+def _binary_op(name, fwd, rule, samples, torch, numpy, doc, save_out=False):
+    ufunc = name if numpy and numpy[0] is getattr(np, name, None) else None
+    op = defop(name, fwd, rule, save=(0, 1), save_out=save_out, broadcast=True, kind="elementwise",
+               samples=samples, torch=torch, ufunc=ufunc)
 
     def fn(x, y):
         return apply(op, x, y)

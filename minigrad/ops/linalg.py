@@ -10,6 +10,13 @@ from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
 
 
+def mixed_floats(op, a, b, other="the second operand") -> TypeError:
+    """The one dtype rule of ``linear``, ``matmul`` and ``@``: two floating operands of different
+    widths are refused, with this message (docs/ops.md, "One dtype rule for products")."""
+    return TypeError(f"{op}: input dtype {a} differs from {other}'s {b}; cast one (x.astype(w.dtype) or "
+                     "model.to(dtype)), as PyTorch requires: linear, matmul and @ refuse mixed float widths alike")
+
+
 def _mm_rule(ctx, g):
     a, b = ctx.saved
     # promote 1-D operands the way matmul does, so one 2-D rule serves every case
@@ -45,7 +52,7 @@ MATMUL = defop("matmul", lambda xp, a, b: xp.matmul(a, b), _mm_rule, save=(0, 1)
                samples=_mm_samples, torch=lambda th, a, b: a @ b)
 
 
-@public(MATMUL, method=("matmul", "dot"), dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
+@public(MATMUL, method="matmul", dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
 def matmul(a, b):
     """Matrix product with NumPy's rules: 1-D operands are promoted and the added
     dim removed; leading (batch) dims broadcast.
@@ -54,13 +61,16 @@ def matmul(a, b):
     (2, 4)
     """
     if a.__class__ is Tensor and b.__class__ is Tensor and a.data.ndim >= 2 and b.data.ndim >= 2 \
-            and a.data.shape[-1] == b.data.shape[-2]:
+            and a.data.shape[-1] == b.data.shape[-2] and a.data.dtype == b.data.dtype:
         try:
             return apply(MATMUL, a, b)  # the common case: the checks below are for the messages
         except ValueError:
             pass
     if hasattr(a, "_sparse_matmul") or hasattr(b, "_sparse_matmul"):  # sparse x dense never densifies
         return (a if hasattr(a, "_sparse_matmul") else b)._sparse_matmul(a, b)
+    da, db = getattr(getattr(a, "data", a), "dtype", None), getattr(getattr(b, "data", b), "dtype", None)
+    if da is not None and db is not None and da != db and da.kind == "f" and db.kind == "f":
+        raise mixed_floats("matmul", da, db)
     sa, sb = _shape(a), _shape(b)
     if len(sa) == 0 or len(sb) == 0:
         raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {sa} and {sb}")
@@ -81,8 +91,6 @@ def _shape(v):
         return tuple(v.shape)
     return tuple(np.shape(v)) if not hasattr(v, "shape") else tuple(v.shape)
 
-
-dot = matmul
 
 
 @composite("outer", samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal(4))], numpy=(np.outer,))
@@ -164,8 +172,7 @@ def linear(x, weight, bias=None):
             f"(expected input (..., {ws[1] if len(ws) == 2 else '?'}) and weight (out, in))"
         )
     if xd.dtype != wd.dtype and xd.dtype.kind == "f" and wd.dtype.kind == "f":
-        raise TypeError(f"linear: input dtype {xd.dtype} differs from the weight's {wd.dtype}; cast one "
-                        "(x.astype(w.dtype) or model.to(dtype)), as PyTorch requires")
+        raise mixed_floats("linear", xd.dtype, wd.dtype, "the weight")
     if bias is None:
         return apply(LINEAR, x, weight)
     return apply(LINEAR, x, weight, bias)

@@ -332,8 +332,8 @@ def _extreme_op(name, numpy_fn):
     return public(op, method=name, numpy=numpy_fn)(named(name)(fn))
 
 
-max = _extreme_op("max", (np.max, np.amax))  # noqa: A001
-min = _extreme_op("min", (np.min, np.amin))  # noqa: A001
+max = _extreme_op("max", (np.max,))  # noqa: A001
+min = _extreme_op("min", (np.min,))  # noqa: A001
 
 
 def _arg_op(name, numpy_fn):

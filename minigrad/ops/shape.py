@@ -114,9 +114,12 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, shp[:s] + (n,) + shp[e + 1:])
 
 
-@composite("ravel", method="ravel", export=False, samples=lambda rng: [Sample(_r(rng, 2, 3))])
-def ravel(x):
-    """All elements in one dim (``flatten()``)."""
+@composite("ravel", method="ravel", numpy=(np.ravel,), samples=lambda rng: [Sample(_r(rng, 2, 3))])
+@named("ravel")
+def ravel(x, order="C"):
+    """All elements in one dim, in C order (``flatten()``)."""
+    if order not in ("C", "K", "A"):
+        raise TypeError(f"ravel: order={order!r} is not supported on Tensors (C order only)")
     return flatten(x)
 
 

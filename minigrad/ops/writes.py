@@ -66,9 +66,7 @@ add_ = _addsub(E.ADD, "add_")
 sub_ = _addsub(E.SUB, "sub_")
 
 
-# the zero gradient of an overwritten tensor: an op, so that a rule on Tensors makes it through apply
-ZEROS_LIKE = defop("zeros_like", lambda xp, g: xp.zeros(g.shape, dtype=g.dtype), kind="other")
-
+# the zero gradient of an overwritten tensor is ``xp.zeros_like`` (ops/meta.py's row on Tensors)
 
 FLOOR_DIVIDE_ = defop("floor_divide_", lambda xp, x, y: x // y, lambda ctx, g: (ctx.xp.zeros_like(g), None),
                       kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4) * 3, 0.75)])

@@ -1,0 +1,11 @@
+"""``mg.linalg``: NumPy's ``np.linalg`` on Tensors, differentiable (``np.linalg.<name>(t)`` lands
+here too). The ops live in ``minigrad/ops/linalg_np.py``."""
+from __future__ import annotations
+
+from .ops.linalg_np import (
+    EighResult, QRResult, SlogdetResult, SVDResult, cholesky, det, eigh, eigvalsh, inv, lstsq, matrix_power, norm,
+    pinv, qr, slogdet, solve, svd, svdvals,
+)
+
+__all__ = ["cholesky", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_power", "norm", "pinv", "qr", "slogdet",
+           "solve", "svd", "svdvals", "EighResult", "QRResult", "SlogdetResult", "SVDResult"]

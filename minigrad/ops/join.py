@@ -1,0 +1,492 @@
+"""NumPy's shape, join, split, rearranging, triangle and diagonal functions, each built from
+minigrad's views, indexing (its gradient: index_add), concatenate and where, so each has its
+gradient without a rule of its own. Results have NumPy's shapes and dtypes; where NumPy returns
+a view (flip, diagonal) the result here may be a copy."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import backend as _be
+from ..engine import apply
+from ..errors import AxisError, named
+from ..tensor import Tensor
+from ._registry import Sample, as_tensor, composite, defop, public
+from .elementwise import where
+from .indexing import index_add
+from .reduce import normalize_axis, sum as _sum
+from .shape import broadcast_to, concatenate, permute, reshape, swapaxes
+
+
+def _r(rng, *shape):
+    return rng.standard_normal(shape)
+
+
+def _ax(axis, ndim, op):
+    (a,) = normalize_axis(axis, ndim, op)
+    return a
+
+
+def _xp(x):
+    return _be.array_module(x.data)
+
+
+def _index(x, axis, idx):
+    """``x`` indexed along ``axis`` by the integer array (or int) ``idx``."""
+    return x[(slice(None),) * axis + (idx,)]
+
+
+def _row(name, samples, numpy=None, method=None, torch=None):
+    np_fn = getattr(np, name) if numpy is None else numpy
+    return composite(name, samples=samples, numpy=(np_fn,) if np_fn else (), method=method, torch=torch)
+
+
+# -- rearranging axes -------------------------------------------------------------------------------
+
+
+@_row("moveaxis", lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1), Sample(_r(rng, 2, 3, 4), (0, 1), (2, 0))],
+      torch=lambda th, x, s, d: th.movedim(x, s, d))
+@named("moveaxis")
+def moveaxis(a, source, destination):
+    """Move axes to new positions; the others keep their order."""
+    a = as_tensor(a, "moveaxis")
+    src = normalize_axis(source if isinstance(source, (tuple, list)) else (source,), a.ndim, "moveaxis") \
+        if not isinstance(source, (tuple, list)) else tuple(_ax(s, a.ndim, "moveaxis") for s in source)
+    dst = tuple(_ax(d, a.ndim, "moveaxis") for d in (destination if isinstance(destination, (tuple, list))
+                                                     else (destination,)))
+    if len(src) != len(dst):
+        raise ValueError(f"moveaxis: source {source} and destination {destination} differ in length")
+    order = [n for n in range(a.ndim) if n not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return permute(a, tuple(order))
+
+
+@_row("rollaxis", lambda rng: [Sample(_r(rng, 2, 3, 4), 2), Sample(_r(rng, 2, 3, 4), 0, 3)])
+@named("rollaxis")
+def rollaxis(a, axis, start=0):
+    """Roll ``axis`` backwards until it lies before ``start`` (NumPy's older moveaxis)."""
+    a = as_tensor(a, "rollaxis")
+    n = a.ndim
+    axis = _ax(axis, n, "rollaxis")
+    if not -n <= start <= n:
+        raise AxisError(f"rollaxis: start {start} is out of range for ndim {n}")
+    start = start + n if start < 0 else start
+    if axis < start:
+        start -= 1
+    order = list(range(n))
+    order.remove(axis)
+    order.insert(start, axis)
+    return permute(a, tuple(order))
+
+
+@_row("expand_dims", lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), (0, -1))])
+@named("expand_dims")
+def expand_dims(a, axis):
+    """Insert size-1 axes at the positions ``axis`` (an int or a tuple) of the result."""
+    a = as_tensor(a, "expand_dims")
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    out_nd = a.ndim + len(axes)
+    new = normalize_axis(tuple(axes), out_nd, "expand_dims")
+    it = iter(a.shape)
+    return reshape(a, tuple(1 if i in new else next(it) for i in range(out_nd)))
+
+
+def _atleast(n, arys, name):
+    out = []
+    for x in arys:
+        x = as_tensor(x, name)
+        s = x.shape
+        if x.ndim < n:
+            if n == 1:
+                s = (1,)
+            elif n == 2:
+                s = (1,) * (2 - x.ndim) + s
+            else:
+                s = {0: (1, 1, 1), 1: (1,) + s + (1,), 2: s + (1,)}[x.ndim]
+            x = reshape(x, s)
+        out.append(x)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _atleast_row(n):
+    name = f"atleast_{n}d"
+
+    def fn(*arys):
+        return _atleast(n, arys, name)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Each input with at least {n} dims (NumPy's placement of the new axes); one or a tuple."
+    return _row(name, lambda rng: [Sample(np.asarray(rng.standard_normal())), Sample(_r(rng, 3)),
+                                   Sample(_r(rng, 2, 3))])(named(name)(fn))
+
+
+atleast_1d, atleast_2d, atleast_3d = (_atleast_row(n) for n in (1, 2, 3))
+
+
+# -- repeating and rearranging elements ----------------------------------------------------------
+
+
+@_row("repeat", lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), np.array([1, 0, 2]), axis=1),
+                             Sample(_r(rng, 2, 3), 2, axis=-2)], method="repeat")
+@named("repeat")
+def repeat(a, repeats, axis=None):
+    """Repeat each element ``repeats`` times (an int or one count per element) along ``axis``
+    (the flattened tensor when None): NumPy's ``repeat``, also as ``t.repeat`` (PyTorch's
+    ``repeat`` is ``mg.tile``)."""
+    a = as_tensor(a, "repeat")
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    axis = _ax(axis, a.ndim, "repeat")
+    reps = repeats.data if isinstance(repeats, Tensor) else repeats
+    if not isinstance(reps, numbers.Integral):
+        reps = _be.to_numpy(reps) if hasattr(reps, "shape") else np.asarray(reps)  # host counts: the shape needs them
+    idx = np.repeat(np.arange(a.shape[axis]), reps)
+    return _index(a, axis, idx)
+
+
+@_row("tile", lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), (2, 1, 2)), Sample(_r(rng, 3), (2, 2))])
+@named("tile")
+def tile(A, reps):  # noqa: N803 - NumPy's name
+    """The tensor repeated ``reps`` times along each axis (NumPy's ``tile``)."""
+    a = as_tensor(A, "tile")
+    reps = (reps,) if isinstance(reps, numbers.Integral) else tuple(reps)
+    nd = max(a.ndim, len(reps))
+    reps = (1,) * (nd - len(reps)) + reps
+    a = reshape(a, (1,) * (nd - a.ndim) + a.shape)
+    inter = tuple(v for r, s in zip(reps, a.shape, strict=True) for v in (1, s))
+    full = tuple(v for r, s in zip(reps, a.shape, strict=True) for v in (r, s))
+    return reshape(broadcast_to(reshape(a, inter), full), tuple(r * s for r, s in zip(reps, a.shape, strict=True)))
+
+
+@_row("roll", lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), -1, 1), Sample(_r(rng, 2, 3), (1, 2), (0, 1))],
+      torch=lambda th, x, shift, axis=None: th.roll(x, shift, axis))
+@named("roll")
+def roll(a, shift, axis=None):
+    """Elements shifted by ``shift`` along ``axis`` (the flattened tensor when None), wrapping around."""
+    a = as_tensor(a, "roll")
+    if axis is None:
+        return reshape(roll(reshape(a, (-1,)), shift, 0), a.shape)
+    shifts = shift if isinstance(shift, (tuple, list)) else (shift,)
+    axes = axis if isinstance(axis, (tuple, list)) else (axis,)
+    shifts, axes = np.broadcast_arrays(np.asarray(shifts), np.asarray(axes))
+    for s, ax in zip(shifts.ravel().tolist(), axes.ravel().tolist(), strict=True):
+        ax = _ax(ax, a.ndim, "roll")
+        n = a.shape[ax]
+        if n:
+            a = _index(a, ax, (np.arange(n) - s) % n)
+    return a
+
+
+@_row("flip", lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 2), 1), Sample(_r(rng, 2, 3, 2), (0, -1))],
+      method="flip")
+@named("flip")
+def flip(m, axis=None):
+    """The order of elements reversed along ``axis`` (every axis when None)."""
+    m = as_tensor(m, "flip")
+    axes = normalize_axis(axis, m.ndim, "flip")
+    return m[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(m.ndim))]
+
+
+@_row("fliplr", lambda rng: [Sample(_r(rng, 2, 3))])
+@named("fliplr")
+def fliplr(m):
+    """Reverse the columns (axis 1)."""
+    return flip(m, 1)
+
+
+@_row("flipud", lambda rng: [Sample(_r(rng, 2, 3))])
+@named("flipud")
+def flipud(m):
+    """Reverse the rows (axis 0)."""
+    return flip(m, 0)
+
+
+@_row("rot90", lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3, 4), -1, (1, 2))],
+      torch=lambda th, x, k=1, axes=(0, 1): th.rot90(x, k, axes))
+@named("rot90")
+def rot90(m, k=1, axes=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``axes``."""
+    m = as_tensor(m, "rot90")
+    a0, a1 = (_ax(a, m.ndim, "rot90") for a in axes)
+    if a0 == a1:
+        raise ValueError(f"rot90: axes must differ, got {axes}")
+    k %= 4
+    if k == 0:
+        return m[...]
+    if k == 2:
+        return flip(flip(m, a0), a1)
+    if k == 1:
+        return swapaxes(flip(m, a1), a0, a1)
+    return flip(swapaxes(m, a0, a1), a1)
+
+
+# -- pad -----------------------------------------------------------------------------------------
+
+
+def _pad_index(n, before, after, mode):
+    i = np.arange(-before, n + after)
+    if mode == "edge":
+        return np.clip(i, 0, n - 1)
+    if mode == "wrap":
+        return i % n
+    if n == 1:  # reflect
+        return np.zeros_like(i)
+    p = 2 * (n - 1)
+    i = np.abs(i) % p
+    return np.where(i >= n, p - i, i)
+
+
+@_row("pad", lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), ((1, 0), (2, 1)), constant_values=0.5),
+                          Sample(_r(rng, 2, 3), ((1, 2), (0, 1)), "edge"), Sample(_r(rng, 3, 4), 2, "reflect"),
+                          Sample(_r(rng, 2, 3), ((0, 2), (4, 1)), mode="wrap")])
+@named("pad")
+def pad(array, pad_width, mode="constant", constant_values=0):
+    """Pad each axis by ``pad_width`` (``n``, ``(before, after)`` or one pair per axis): ``mode``
+    "constant" (``constant_values``), "edge", "reflect" or "wrap", as NumPy's ``pad``."""
+    x = as_tensor(array, "pad")
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64), (x.ndim, 2)).tolist()
+    if mode not in ("constant", "edge", "reflect", "wrap"):
+        raise ValueError(f"pad: mode {mode!r} is not supported (constant, edge, reflect, wrap)")
+    from .meta import full_like
+
+    values = np.broadcast_to(np.asarray(constant_values), (x.ndim, 2)).tolist() if mode == "constant" else None
+    for ax, (b, a) in enumerate(widths):
+        if b == 0 and a == 0:
+            continue
+        n = x.shape[ax]
+        if mode == "constant":
+            parts = []
+            for w, v in ((b, values[ax][0]), (None, None), (a, values[ax][1])):
+                if w is None:
+                    parts.append(x)
+                elif w:
+                    parts.append(full_like(x, v, shape=x.shape[:ax] + (w,) + x.shape[ax + 1:]))
+            x = concatenate(parts, axis=ax)
+        else:
+            if n == 0:
+                raise ValueError(f"pad: cannot {mode}-pad an empty axis {ax} (shape {x.shape})")
+            x = _index(x, ax, _pad_index(n, b, a, mode))
+    return x
+
+
+# -- joining ---------------------------------------------------------------------------------------
+
+
+def _two(rng, *shape):
+    return [_r(rng, *shape), _r(rng, *shape)]
+
+
+def _join(name, fn, doc, samples):
+    def f(tup):
+        return fn([as_tensor(t, name) for t in tup])
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return _row(name, samples)(named(name)(f))
+
+
+vstack = _join("vstack", lambda ts: concatenate(_seq(atleast_2d(*ts)), axis=0),
+               "Stack along the first axis (1-D inputs become rows).",
+               lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 1, 3)])])
+hstack = _join("hstack", lambda ts: concatenate(_seq(atleast_1d(*ts)), axis=0 if all(t.ndim <= 1 for t in ts) else 1),
+               "Stack along the second axis (the first for 1-D inputs).",
+               lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 2, 1)])])
+dstack = _join("dstack", lambda ts: concatenate(_seq(atleast_3d(*ts)), axis=2), "Stack along the third axis.",
+               lambda rng: [Sample(_two(rng, 3)), Sample(_two(rng, 2, 3))])
+column_stack = _join("column_stack", lambda ts: concatenate([reshape(t, (-1, 1)) if t.ndim < 2 else t for t in ts], axis=1),
+                     "1-D inputs as columns, stacked along the second axis.",
+                     lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 3), _r(rng, 3, 2)])])
+
+
+def _seq(v):
+    return list(v) if isinstance(v, tuple) else [v]
+
+
+@_row("append", lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4)), Sample(_r(rng, 2, 3), _r(rng, 1, 3), axis=0)])
+@named("append")
+def append(arr, values, axis=None):
+    """``values`` appended to ``arr`` (both flattened when ``axis`` is None)."""
+    a, v = as_tensor(arr, "append"), as_tensor(values, "append")
+    if axis is None:
+        return concatenate([reshape(a, (-1,)), reshape(v, (-1,))], axis=0)
+    return concatenate([a, v], axis=axis)
+
+
+# -- splitting -----------------------------------------------------------------------------------
+
+
+def _split(x, sections, axis, name, equal):
+    x = as_tensor(x, name)
+    axis = _ax(axis, x.ndim, name)
+    n = x.shape[axis]
+    if isinstance(sections, numbers.Integral):
+        k = int(sections)
+        if k <= 0:
+            raise ValueError(f"{name}: number of sections must be larger than 0, got {k}")
+        if equal and n % k:
+            raise ValueError(f"{name}: array split does not result in an equal division ({n} into {k})")
+        q, r = divmod(n, k)
+        bounds = np.cumsum([0] + [q + 1] * r + [q] * (k - r)).tolist()
+    else:
+        cuts = [int(c) for c in sections]
+        bounds = [0] + cuts + [n]
+    pre = (slice(None),) * axis
+    return [x[pre + (slice(lo, max(lo, hi) if hi is not None else None),)]
+            for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+@_row("split", lambda rng: [Sample(_r(rng, 4, 3), 2), Sample(_r(rng, 4, 3), [1, 2], axis=1)])
+@named("split")
+def split(ary, indices_or_sections, axis=0):
+    """Equal sections (an int that divides the axis) or cuts at the given indices: a list of views."""
+    return _split(ary, indices_or_sections, axis, "split", True)
+
+
+@_row("array_split", lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 4, 3), [1, 3], axis=0)])
+@named("array_split")
+def array_split(ary, indices_or_sections, axis=0):
+    """As ``split``, where an int need not divide the axis (the first sections are one longer)."""
+    return _split(ary, indices_or_sections, axis, "array_split", False)
+
+
+def _split_row(name, axis_of, doc):
+    def f(ary, indices_or_sections):
+        a = as_tensor(ary, name)
+        return _split(a, indices_or_sections, axis_of(a), name, True)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return _row(name, lambda rng: [Sample(_r(rng, 4, 4, 2), 2)])(named(name)(f))
+
+
+hsplit = _split_row("hsplit", lambda a: 0 if a.ndim == 1 else 1, "``split`` along the second axis (the first for 1-D).")
+vsplit = _split_row("vsplit", lambda a: 0, "``split`` along the first axis.")
+dsplit = _split_row("dsplit", lambda a: 2, "``split`` along the third axis.")
+
+
+# -- taking ---------------------------------------------------------------------------------------
+
+
+@_row("take", lambda rng: [Sample(_r(rng, 3, 4), np.array([0, 2, 2])), Sample(_r(rng, 3, 4), np.array([[3], [0]]), axis=1),
+                           Sample(_r(rng, 3, 4), 1, axis=-1)], method="take")
+@named("take")
+def take(a, indices, axis=None):
+    """Elements at ``indices`` along ``axis`` (of the flattened tensor when None); repeated indices
+    accumulate in backward."""
+    a = as_tensor(a, "take")
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    return _index(a, _ax(axis, a.ndim, "take"), indices)
+
+
+@_row("take_along_axis", lambda rng: [Sample(_r(rng, 3, 4), np.array([[0, 3], [1, 1], [2, 0]]), axis=1),
+                                      Sample(_r(rng, 3, 4), np.array([[2, 0, 1, 1]]), axis=0)],
+      torch=lambda th, x, i, axis: th.take_along_dim(x, i, axis))
+@named("take_along_axis")
+def take_along_axis(arr, indices, axis):
+    """``arr`` indexed by ``indices`` along ``axis``, matching it elsewhere (``argsort``'s partner)."""
+    a = as_tensor(arr, "take_along_axis")
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    axis = _ax(axis, a.ndim, "take_along_axis")
+    idx = indices.data if isinstance(indices, Tensor) else np.asarray(indices)
+    if idx.ndim != a.ndim:
+        raise ValueError(f"take_along_axis: indices of ndim {idx.ndim} do not match arr of ndim {a.ndim}")
+    full = tuple(idx if d == axis else np.arange(a.shape[d]).reshape((-1,) + (1,) * (a.ndim - d - 1))
+                 for d in range(a.ndim))
+    return a[full]
+
+
+ARGSORT = defop("argsort", lambda xp, x, axis: xp.argsort(x, axis=axis, kind="stable"), kind="reduce")
+
+
+@public(ARGSORT, method="argsort", numpy=(np.argsort,))
+@named("argsort")
+def argsort(a, axis=-1, kind=None, order=None):
+    """The indices that sort ``a`` along ``axis`` (a stable sort; int64, not differentiable)."""
+    a = as_tensor(a, "argsort")
+    if order is not None:
+        raise TypeError("argsort: order= (structured arrays) is not supported on Tensors")
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    return apply(ARGSORT, a, axis=_ax(axis, a.ndim, "argsort"))
+
+
+@_row("sort", lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 0), Sample(_r(rng, 3, 4), None)])
+@named("sort")
+def sort(a, axis=-1, kind=None, order=None):
+    """A sorted copy along ``axis`` (flattened when None); each value's gradient goes back to
+    where it came from (ties: in stable order)."""
+    a = as_tensor(a, "sort")
+    if axis is None:
+        a, axis = reshape(a, (-1,)), 0
+    return take_along_axis(a, argsort(a, axis), axis)
+
+
+# -- diagonals and triangles --------------------------------------------------------------------------
+
+
+@_row("diagonal", lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 3, 4), -2),
+                               Sample(_r(rng, 2, 3, 4), 0, 2, 1), Sample(_r(rng, 2, 3, 3), axis1=-1, axis2=-2)],
+      method="diagonal", torch=lambda th, x, offset=0, axis1=0, axis2=1: th.diagonal(x, offset, axis1, axis2))
+@named("diagonal")
+def diagonal(a, offset=0, axis1=0, axis2=1):
+    """The diagonal of the ``axis1``/``axis2`` planes, offset above (``offset > 0``) or below; the
+    diagonal axis comes last, as NumPy's (a copy here, where NumPy returns a read-only view)."""
+    a = as_tensor(a, "diagonal")
+    a1, a2 = _ax(axis1, a.ndim, "diagonal"), _ax(axis2, a.ndim, "diagonal")
+    if a1 == a2:
+        raise ValueError(f"diagonal: axis1 and axis2 cannot be the same ({axis1}, {axis2})")
+    a = moveaxis(a, (a1, a2), (-2, -1))
+    n, m = a.shape[-2], a.shape[-1]
+    r0, c0 = max(-offset, 0), max(offset, 0)
+    length = max(0, min(n - r0, m - c0))
+    return a[..., np.arange(length) + r0, np.arange(length) + c0]
+
+
+@_row("trace", lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 2, 3, 3), 0, 1, 2)],
+      method="trace")
+@named("trace")
+def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
+    """The sum along the diagonal (``diagonal``'s arguments); ints sum in int64."""
+    return _sum(diagonal(a, offset, axis1, axis2), -1, dtype=dtype)
+
+
+@_row("diag", lambda rng: [Sample(_r(rng, 3)), Sample(_r(rng, 3), 1), Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), -1)],
+      torch=lambda th, x, k=0: th.diag(x, k))
+@named("diag")
+def diag(v, k=0):
+    """A 1-D input: the square matrix with ``v`` on its ``k``-th diagonal. A 2-D input: its
+    ``k``-th diagonal."""
+    v = as_tensor(v, "diag")
+    if v.ndim == 2:
+        return diagonal(v, k)
+    if v.ndim != 1:
+        raise ValueError(f"diag: input must be 1-D or 2-D, got shape {v.shape}")
+    n = v.shape[0] + abs(k)
+    i = np.arange(v.shape[0])
+    return index_add((n, n), (i + max(-k, 0), i + max(k, 0)), v)
+
+
+def _tri(name, lower):
+    def f(m, k=0):
+        m = as_tensor(m, name)
+        if m.ndim < 2:
+            raise ValueError(f"{name}: input must be at least 2-D, got shape {m.shape}")
+        n, c = m.shape[-2], m.shape[-1]
+        mask = _xp(m).tri(n, c, k if lower else k - 1, dtype=bool)
+        zero = 0.0 if m.dtype.kind == "f" else 0
+        out = where(mask, m, zero) if lower else where(mask, zero, m)
+        return out if out.dtype == m.dtype else out.astype(m.dtype)
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = f"The {'lower' if lower else 'upper'} triangle (on and {'below' if lower else 'above'} the " \
+                f"``k``-th diagonal) of the last two axes; zeros elsewhere, with no gradient there."
+    return _row(name, lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 2, 3, 3), -1)],
+                torch=lambda th, x, k=0: getattr(th, name)(x, k))(named(name)(f))
+
+
+tril = _tri("tril", True)
+triu = _tri("triu", False)

@@ -1,0 +1,497 @@
+"""``np.linalg`` on Tensors (``mg.linalg``): inv, det, slogdet, solve, cholesky, eigh, eigvalsh,
+svd, svdvals, norm, matrix_power, pinv, lstsq, batched over leading axes as NumPy does.
+
+Gradients are PyTorch's formulas. Where a result has several parts (eigh's eigenvalues and
+eigenvectors, svd's U, S, Vh), each part is its own op whose rule recomputes the others it
+needs, so a rule stays one output's rule and higher derivatives record as usual. NumPy's
+``cholesky``, ``eigh`` and ``eigvalsh`` read the lower triangle only: their gradients are those
+of that function (lower triangle; PyTorch's symmetric gradient G gives tril(G) + tril(G, -1)),
+which is the same gradient for any symmetric input built upstream (``B @ B.T``).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import backend as _be
+from ..engine import apply
+from ..errors import named
+from ._registry import Sample, as_tensor, composite, defop, public
+from .elementwise import where
+from .linalg import matmul
+from .reduce import max as _max, min as _min, sum as _sum
+
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+
+
+def _T(a):
+    return a.swapaxes(-1, -2)
+
+
+def _lower(g, xp):
+    """The gradient of a function of the lower triangle, from the symmetric gradient ``g``."""
+    return xp.tril(g) + xp.tril(g, -1)
+
+
+def _mats(rng, *batch, n=3, spd=False, shift=0.0):
+    a = rng.standard_normal(batch + (n, n))
+    if spd:
+        return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+    return a + shift * np.eye(n)
+
+
+def _sym(rng, *batch, n=3):
+    a = rng.standard_normal(batch + (n, n))
+    return a + np.swapaxes(a, -1, -2) + np.diag(np.arange(n) * 3.0)  # well separated eigenvalues
+
+
+def _lsym(th, x):
+    """Torch's view of a NumPy function of the lower triangle: the symmetric matrix it reads."""
+    return th.tril(x) + th.tril(x, -1).mT
+
+
+# -- inv, det, slogdet, solve -------------------------------------------------------------------------
+
+INV = defop("inv", lambda xp, x: xp.linalg.inv(x), lambda ctx, g: (-(_T(ctx.out) @ g @ _T(ctx.out)),),
+            save_out=True, kind="other", torch=lambda th, x: th.linalg.inv(x),
+            samples=lambda rng: [Sample(_mats(rng, shift=3.0)), Sample(_mats(rng, 2, n=2, shift=2.0))])
+
+
+@public(INV, export=False, numpy=(np.linalg.inv,))
+@named("inv")
+def inv(a):
+    """The inverse of each square matrix (the last two axes); gradient -A⁻ᵀ g A⁻ᵀ."""
+    return apply(INV, as_tensor(a, "inv"))
+
+
+def _det_rule(ctx, g):
+    (x,) = ctx.saved  # d det / dA = det A⁻ᵀ (invertible A)
+    return ((g * ctx.out)[..., None, None] * _T(ctx.xp.inv(x)),)
+
+
+DET = defop("det", lambda xp, x: xp.linalg.det(x), _det_rule, save=(0,), save_out=True, kind="other",
+            torch=lambda th, x: th.linalg.det(x),
+            samples=lambda rng: [Sample(_mats(rng, shift=2.0)), Sample(_mats(rng, 2, n=2)),
+                                 Sample(np.array([[0.5, 2.0], [1.5, 0.3]]))])  # a negative determinant
+
+
+@public(DET, export=False, numpy=(np.linalg.det,))
+@named("det")
+def det(a):
+    """The determinant of each square matrix; gradient det(A) A⁻ᵀ (it needs an invertible A here)."""
+    return apply(DET, as_tensor(a, "det"))
+
+
+LOGABSDET = defop("logabsdet", lambda xp, x: xp.linalg.slogdet(x)[1],
+                  lambda ctx, g: (g[..., None, None] * _T(ctx.xp.inv(ctx.saved[0])),), save=(0,), kind="other",
+                  torch=lambda th, x: th.linalg.slogdet(x)[1],
+                  samples=lambda rng: [Sample(_mats(rng, shift=2.0)), Sample(np.array([[0.5, 2.0], [1.5, 0.3]]))])
+DET_SIGN = defop("det_sign", lambda xp, x: xp.linalg.slogdet(x)[0], kind="other")
+
+
+@public(LOGABSDET, export=False, numpy=(np.linalg.slogdet,))
+@named("slogdet")
+def slogdet(a):
+    """``(sign, logabsdet)`` of each determinant (NumPy's named tuple); ``logabsdet``'s gradient is
+    A⁻ᵀ (negative determinants included), ``sign`` has none."""
+    a = as_tensor(a, "slogdet")
+    return SlogdetResult(apply(DET_SIGN, a), apply(LOGABSDET, a))
+
+
+def _solve_rule(ctx, g):
+    (a,) = ctx.saved
+    gb = ctx.xp.solve(_T(a), g)  # x = A⁻¹ b: gb = A⁻ᵀ g, gA = -gb xᵀ
+    return (-(gb @ _T(ctx.out)) if ctx.parents[0] is not None else None), gb
+
+
+SOLVE = defop("solve", lambda xp, a, b: xp.linalg.solve(a, b), _solve_rule, save=(0,), save_out=True, broadcast=True,
+              kind="other", torch=lambda th, a, b: th.linalg.solve(a, b),
+              samples=lambda rng: [Sample(_mats(rng, shift=3.0), rng.standard_normal((3, 2))),
+                                   Sample(_mats(rng, 2, shift=3.0), rng.standard_normal((2, 3, 1)))])
+
+
+@public(SOLVE, export=False, numpy=(np.linalg.solve,))
+@named("solve")
+def solve(a, b):
+    """x with ``a @ x == b``, batched; ``b`` a vector (1-D) or matrices ``(..., n, k)`` (NumPy 2's rule)."""
+    a, b = as_tensor(a, "solve"), as_tensor(b, "solve")
+    if b.ndim == 1:
+        return apply(SOLVE, a, b.reshape(-1, 1)).reshape(a.shape[:-2] + (-1,))
+    return apply(SOLVE, a, b)
+
+
+# -- cholesky, eigh ----------------------------------------------------------------------------------
+
+
+def _cholesky_rule(ctx, g):
+    xp = ctx.xp
+    L = ctx.out  # PyTorch's: S = L⁻ᵀ Φ(Lᵀ g) L⁻¹, Φ: the lower triangle with its diagonal halved
+    P = _T(L) @ g
+    Li = xp.inv(L)
+    S = _T(Li) @ ((xp.tril(P) + xp.tril(P, -1)) * 0.5) @ Li
+    return (_lower((S + _T(S)) * 0.5, xp),)
+
+
+CHOLESKY = defop("cholesky", lambda xp, x: xp.linalg.cholesky(x), _cholesky_rule, save_out=True, kind="other",
+                 torch=lambda th, x: th.linalg.cholesky(_lsym(th, x)),
+                 samples=lambda rng: [Sample(_mats(rng, spd=True)), Sample(_mats(rng, 2, n=2, spd=True))])
+
+
+@public(CHOLESKY, export=False, numpy=(np.linalg.cholesky,))
+@named("cholesky")
+def cholesky(a):
+    """The lower Cholesky factor of each symmetric positive-definite matrix (its lower triangle is read)."""
+    return apply(CHOLESKY, as_tensor(a, "cholesky"))
+
+
+def _th_eigh(th, x):
+    """Torch's eigenvectors with their signs turned to NumPy's (a constant per vector)."""
+    V = th.linalg.eigh(_lsym(th, x))[1]
+    d = np.sign((np.linalg.eigh(x.detach().numpy())[1] * V.detach().numpy()).sum(axis=-2))
+    return V * th.tensor(d)[..., None, :]
+
+
+def _eigvalsh_rule(ctx, g):
+    xp = ctx.xp
+    V = xp.eigh_vectors(ctx.saved[0])
+    return (_lower((V * g[..., None, :]) @ _T(V), xp),)
+
+
+def _eigh_vectors_rule(ctx, g):
+    xp = ctx.xp
+    V = ctx.out
+    w = xp.eigvalsh(ctx.saved[0])
+    E = w[..., None, :] - w[..., :, None]  # E_ij = w_j - w_i, 0 on the diagonal only when w is distinct
+    n = w.shape[-1]
+    if int((E == 0).sum()) > n * (E.size // (n * n) if n else 0):
+        raise ValueError("eigh: the gradient of the eigenvectors is not defined where eigenvalues repeat "
+                         f"(eigenvalues {w}); differentiate the eigenvalues alone (eigvalsh), or perturb the input")
+    VtgV = _T(V) @ g
+    skew = (VtgV - _T(VtgV)) * 0.5
+    G = V @ (skew / xp.where(E == 0, 1.0, E)) @ _T(V)
+    return (_lower(G, xp),)
+
+
+EIGVALSH = defop("eigvalsh", lambda xp, x: xp.linalg.eigvalsh(x), _eigvalsh_rule, save=(0,), kind="other",
+                 torch=lambda th, x: th.linalg.eigvalsh(_lsym(th, x)),
+                 samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)), Sample(rng.standard_normal((3, 3)))])
+EIGH_VECTORS = defop("eigh_vectors", lambda xp, x: xp.linalg.eigh(x)[1], _eigh_vectors_rule, save=(0,), save_out=True,
+                     kind="other", samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2))],
+                     torch=lambda th, x: _th_eigh(th, x))
+
+
+@public(EIGVALSH, export=False, numpy=(np.linalg.eigvalsh,))
+@named("eigvalsh")
+def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
+    """The eigenvalues of each symmetric matrix, ascending (its lower triangle is read)."""
+    if UPLO != "L":
+        raise TypeError("eigvalsh: only UPLO='L' (NumPy's default) is supported on Tensors")
+    return apply(EIGVALSH, as_tensor(a, "eigvalsh"))
+
+
+@public(EIGH_VECTORS, export=False, numpy=(np.linalg.eigh,))
+@named("eigh")
+def eigh(a, UPLO="L"):  # noqa: N803
+    """``(eigenvalues, eigenvectors)`` of each symmetric matrix (NumPy's named tuple; the lower triangle
+    is read). The eigenvectors' gradient needs distinct eigenvalues: where they repeat, backward
+    raises a ValueError saying so (PyTorch returns inf/NaN there)."""
+    if UPLO != "L":
+        raise TypeError("eigh: only UPLO='L' (NumPy's default) is supported on Tensors")
+    a = as_tensor(a, "eigh")
+    return EighResult(apply(EIGVALSH, a), apply(EIGH_VECTORS, a))
+
+
+# -- qr ----------------------------------------------------------------------------------------------
+
+QRResult = namedtuple("QRResult", ["Q", "R"])
+
+
+def _qr_grad(xp, x, gQ=None, gR=None):
+    """PyTorch's linalg_qr_backward (reduced, m >= n): gA = (Q S + gQ) R⁻ᵀ, S from triu(gR Rᵀ - Qᵀ gQ)."""
+    m, n = x.shape[-2], x.shape[-1]
+    if m < n:
+        raise ValueError(f"qr: the gradient of a wide matrix ({m}x{n}, more columns than rows) is not supported here")
+    Q, R = xp.qr_q(x), xp.qr_r(x)
+    M = gR @ _T(R) if gR is not None else -(_T(Q) @ gQ)
+    S = xp.triu(M) + _T(xp.triu(M, 1))
+    gA = Q @ S
+    if gQ is not None:
+        gA = gA + gQ
+    return gA @ _T(xp.inv(R))
+
+
+def _th_qr(th, x):
+    """Torch's Q and R with their signs turned to NumPy's (a constant per column of Q)."""
+    Q, R = th.linalg.qr(x)
+    d = th.tensor(np.sign((np.linalg.qr(x.detach().numpy())[0] * Q.detach().numpy()).sum(axis=-2)))
+    return Q * d[..., None, :], R * d[..., :, None]
+
+
+def _qr_samples(rng):
+    return [Sample(_mats(rng, shift=2.0)), Sample(rng.standard_normal((2, 4, 3)))]
+
+
+QR_Q = defop("qr_q", lambda xp, x: xp.linalg.qr(x)[0], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gQ=g),),
+             save=(0,), kind="other", samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[0])
+QR_R = defop("qr_r", lambda xp, x: xp.linalg.qr(x)[1], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gR=g),),
+             save=(0,), kind="other", samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[1])
+
+
+@public(QR_Q, export=False, numpy=(np.linalg.qr,))
+@named("qr")
+def qr(a, mode="reduced"):
+    """``(Q, R)`` with ``a = Q @ R`` (NumPy's named tuple; ``mode="reduced"`` only, or ``"r"``).
+    Differentiable for ``m >= n`` with PyTorch's formula."""
+    a = as_tensor(a, "qr")
+    if mode == "r":
+        return apply(QR_R, a)
+    if mode != "reduced":
+        raise TypeError(f"qr: mode={mode!r} is not supported on Tensors (reduced or r)")
+    return QRResult(apply(QR_Q, a), apply(QR_R, a))
+
+
+# -- svd ---------------------------------------------------------------------------------------------
+
+
+def _svd_parts(xp, x):
+    return xp.svd_u(x, full=False), xp.svdvals(x), xp.svd_vh(x, full=False)
+
+
+def _svd_grad(xp, x, gU=None, gS=None, gVh=None):
+    """PyTorch's linalg_svd_backward (real, reduced) for one of the three gradients."""
+    U, S, Vh = _svd_parts(xp, x)
+    m, n = x.shape[-2], x.shape[-1]
+    if gS is not None:
+        return (U * gS[..., None, :]) @ Vh
+    S2 = S * S
+    E = S2[..., None, :] - S2[..., :, None]
+    E = xp.where(E == 0, 1.0, E)
+    if gU is not None:
+        UtgU = _T(U) @ gU
+        inner = ((UtgU - _T(UtgU)) * S[..., None, :]) / E
+        if m > n:
+            gUS = gU / S[..., None, :]
+            return (U @ inner + gUS - U @ (_T(U) @ gUS)) @ Vh
+        return U @ inner @ Vh
+    V, gV = _T(Vh), _T(gVh)
+    VtgV = _T(V) @ gV
+    inner = (S[..., :, None] * (VtgV - _T(VtgV))) / E
+    if m < n:
+        SgVh = gVh / S[..., :, None]
+        return U @ (inner @ Vh + SgVh - (SgVh @ V) @ Vh)
+    return U @ inner @ Vh
+
+
+def _full_check(x, full, what):
+    m, n = x.shape[-2], x.shape[-1]
+    if full and m != n:
+        raise ValueError(f"svd: the gradient of {what} of a {m}x{n} matrix with full_matrices=True is not defined "
+                         "(its extra columns are arbitrary); call svd(a, full_matrices=False)")
+
+
+def _svd_samples(rng):
+    return [Sample(rng.standard_normal((4, 3))), Sample(rng.standard_normal((2, 3, 5))), Sample(_sym(rng))]
+
+
+SVDVALS = defop("svdvals", lambda xp, x: xp.linalg.svd(x, compute_uv=False),
+                lambda ctx, g: (_svd_grad(ctx.xp, ctx.saved[0], gS=g),), save=(0,), kind="other",
+                torch=lambda th, x: th.linalg.svdvals(x), samples=_svd_samples)
+
+
+def _svd_u_rule(ctx, g, full):
+    _full_check(ctx.saved[0], full, "U")
+    return (_svd_grad(ctx.xp, ctx.saved[0], gU=g),)
+
+
+def _svd_vh_rule(ctx, g, full):
+    _full_check(ctx.saved[0], full, "Vh")
+    return (_svd_grad(ctx.xp, ctx.saved[0], gVh=g),)
+
+
+def _th_svd(th, x, full):
+    """Torch's U and Vh with their signs turned to NumPy's (a constant per singular vector)."""
+    U, _, Vh = th.linalg.svd(x, full_matrices=full)
+    Un = np.linalg.svd(x.detach().numpy(), full_matrices=full)[0]
+    d = th.tensor(np.sign((Un * U.detach().numpy()).sum(axis=-2)))
+    k = min(x.shape[-2:])
+    return U * d[..., None, :], Vh * d[..., :k, None] if Vh.shape[-2] == k else Vh
+
+
+def _uvh_samples(rng):
+    return [Sample(rng.standard_normal((4, 3)), full=False), Sample(rng.standard_normal((2, 3, 5)), full=False),
+            Sample(_sym(rng), full=True)]
+
+
+SVD_U = defop("svd_u", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full)[0], _svd_u_rule, save=(0,),
+              kind="other", samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[0])
+SVD_VH = defop("svd_vh", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full)[2], _svd_vh_rule, save=(0,),
+               kind="other", samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[1])
+
+
+@public(SVDVALS, export=False, numpy=(np.linalg.svdvals,) if hasattr(np.linalg, "svdvals") else ())
+@named("svdvals")
+def svdvals(x):
+    """The singular values, descending; differentiable everywhere (gradient U diag(g) Vh)."""
+    return apply(SVDVALS, as_tensor(x, "svdvals"))
+
+
+@public(SVD_U, export=False, numpy=(np.linalg.svd,))
+@named("svd")
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """``(U, S, Vh)`` with ``a = U @ (S[..., None] * Vh)`` (NumPy's named tuple), or ``S`` alone with
+    ``compute_uv=False``. S's gradient is defined everywhere; U's and Vh's need distinct non-zero
+    singular values, and ``full_matrices=False`` for a non-square matrix (as PyTorch)."""
+    if hermitian:
+        raise TypeError("svd: hermitian=True is not supported on Tensors (use eigh)")
+    a = as_tensor(a, "svd")
+    if not compute_uv:
+        return svdvals(a)
+    full = bool(full_matrices)
+    return SVDResult(apply(SVD_U, a, full=full), apply(SVDVALS, a), apply(SVD_VH, a, full=full))
+
+
+# -- composites: norm, matrix_power, pinv, lstsq ---------------------------------------------------------
+
+
+def _norm_samples(rng):
+    x = rng.standard_normal((3, 4))
+    return [Sample(x), Sample(x, "fro"), Sample(x, "nuc"), Sample(x, 2), Sample(x, -2), Sample(x, 1), Sample(x, -np.inf),
+            Sample(x[0]), Sample(x[0], 1), Sample(x[0], np.inf), Sample(x[0], 3), Sample(x[0], 0.5),
+            Sample(x, None, 1), Sample(x, 2, 0, True), Sample(rng.standard_normal((2, 3, 4)), axis=(1, 2))]
+
+
+@composite("norm", numpy=(np.linalg.norm,), export=False, samples=_norm_samples,
+           torch=lambda th, x, ord=None, axis=None, keepdims=False: th.linalg.norm(x, ord, axis, keepdims))
+@named("norm")
+def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
+    """NumPy's vector and matrix norms (``ord`` None, 'fro', 'nuc', inf, -inf, 0, 1, -1, 2, -2 or any
+    p for vectors; ``axis`` an int or a pair). The 2-norm's gradient at 0 is not defined (NaN)."""
+    x = as_tensor(x, "norm")
+    if axis is None:
+        if ord is None or (ord in ("fro", "f") and x.ndim == 2):
+            out = _sum(x * x) ** 0.5
+            return out.reshape((1,) * x.ndim) if keepdims else out
+        axis = tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % x.ndim for a in axes)
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes[0], keepdims)
+    if len(axes) != 2:
+        raise ValueError(f"norm: improper number of dimensions to norm (axis={axis})")
+    return _matrix_norm(x, ord, axes, keepdims)
+
+
+def _vector_norm(x, ord, a, keepdims):  # noqa: A002
+    ax = abs(x) if ord not in (None, 2) else None
+    if ord is None or ord == 2:
+        return _sum(x * x, a, keepdims) ** 0.5
+    if ord == np.inf:
+        return _max(ax, axis=a, keepdims=keepdims)
+    if ord == -np.inf:
+        return _min(ax, axis=a, keepdims=keepdims)
+    if ord == 0:
+        return _sum((x != 0).astype(x.dtype), a, keepdims)
+    if ord == 1:
+        return _sum(ax, a, keepdims)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+    return _sum(ax ** ord, a, keepdims) ** (1.0 / ord)
+
+
+def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
+    from .join import moveaxis
+
+    r, c = axes
+    if ord in (None, "fro", "f"):
+        out = _sum(x * x, axes, keepdims) ** 0.5
+        return out
+    if ord in (1, -1):
+        s = _sum(abs(x), r, True)
+        out = (_max if ord == 1 else _min)(s, axis=c, keepdims=True)
+    elif ord in (np.inf, -np.inf):
+        s = _sum(abs(x), c, True)
+        out = (_max if ord == np.inf else _min)(s, axis=r, keepdims=True)
+    elif ord in (2, -2, "nuc"):
+        sv = svdvals(moveaxis(x, (r, c), (-2, -1)))
+        out = _sum(sv, -1) if ord == "nuc" else (_max if ord == 2 else _min)(sv, axis=-1)
+        if keepdims:
+            for a in sorted((r, c)):
+                out = out.reshape(out.shape[:a] + (1,) + out.shape[a:])
+        return out
+    else:
+        raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
+    return out if keepdims else out.reshape(tuple(s for i, s in enumerate(x.shape) if i not in (r, c)))
+
+
+@composite("matrix_power", numpy=(np.linalg.matrix_power,), export=False,
+           samples=lambda rng: [Sample(_mats(rng, shift=2.0), 3), Sample(_mats(rng, 2, shift=2.0), 0),
+                                Sample(_mats(rng, shift=3.0), -2), Sample(_mats(rng), 1)],
+           torch=lambda th, x, n: th.linalg.matrix_power(x, n))
+@named("matrix_power")
+def matrix_power(a, n):
+    """``a`` multiplied by itself ``n`` times (the identity for 0, powers of the inverse for n < 0)."""
+    a = as_tensor(a, "matrix_power")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"matrix_power: needs square matrices, got shape {a.shape}")
+    if n == 0:
+        from .meta import zeros_like
+
+        eye = _be.array_module(a.data).eye(a.shape[-1], dtype=a.dtype)
+        return zeros_like(a) + eye
+    if n < 0:
+        a, n = inv(a), -n
+    out, base = None, a
+    while n:
+        if n & 1:
+            out = base if out is None else matmul(out, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
+    return out
+
+
+@composite("pinv", numpy=(np.linalg.pinv,), export=False,
+           samples=lambda rng: [Sample(rng.standard_normal((4, 3))), Sample(rng.standard_normal((2, 3, 5)))],
+           torch=lambda th, x: th.linalg.pinv(x))
+@named("pinv")
+def pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse, from the SVD (singular values below ``rcond`` times the
+    largest are dropped). Its gradient follows the SVD's: distinct singular values."""
+    if hermitian:
+        raise TypeError("pinv: hermitian=True is not supported on Tensors")
+    a = as_tensor(a, "pinv")
+    cut = rcond if rcond is not None else rtol if rtol is not None else max(a.shape[-2:]) * np.finfo(a.dtype).eps
+    U, S, Vh = svd(a, full_matrices=False)
+    big = S > _max(S, axis=-1, keepdims=True).detach() * cut
+    s_inv = where(big, 1.0 / where(big, S, 1.0), 0.0)
+    return _T(Vh) @ (s_inv[..., :, None] * _T(U))
+
+
+@composite("lstsq", numpy=(np.linalg.lstsq,), export=False,
+           samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 2))),
+                                Sample(rng.standard_normal((4, 3)), rng.standard_normal(4))])
+@named("lstsq")
+def lstsq(a, b, rcond=None):
+    """``(x, residuals, rank, s)`` as NumPy's: ``x`` minimises ``|a x - b|`` (``pinv(a) @ b``,
+    differentiable in ``a`` and ``b``); ``residuals`` the squared residual per column when ``a``
+    has full column rank and more rows than columns, else empty; ``rank`` an int; ``s`` the
+    singular values."""
+    a, b = as_tensor(a, "lstsq"), as_tensor(b, "lstsq")
+    s = svdvals(a)
+    m, n = a.shape
+    eps = np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond
+    sd = _be.to_numpy(s.detach().data)
+    rank = int((sd > eps * sd.max()).sum()) if sd.size else 0
+    x = pinv(a, rcond=eps) @ b
+    if rank == n and m > n:
+        r = matmul(a, x) - b
+        res = _sum(r * r, 0)
+        res = res.reshape(1) if res.ndim == 0 else res
+    else:
+        from .meta import zeros_like
+
+        res = zeros_like(b, shape=(0,))
+    return x, res, rank, s

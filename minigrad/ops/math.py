@@ -1,0 +1,314 @@
+"""NumPy's remaining elementwise functions, one row each: the unary ufuncs (trigonometric,
+hyperbolic, exponential, rounding...) and the binary ones (fmax, logaddexp, arctan2, hypot,
+fmod, copysign, float_power), and NumPy's names for minigrad's own ops (``negative``,
+``subtract``, ``power``...).
+
+Forwards are ``xp.<name>``, so values and result dtypes are NumPy's. ``sign`` and the rounding
+functions have a zero gradient: their results are recorded and require grad, as PyTorch's do.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+
+from ..engine import apply
+from ..errors import named
+from ._registry import Sample, composite, defop, public, registry
+from . import elementwise as _ew
+from .elementwise import _binary_op, _binary_samples, _r, _unary, _unary_samples
+
+_LN2 = math.log(2.0)
+_LN10 = math.log(10.0)
+
+
+def _zero_rule(ctx, g, **_):
+    """A zero gradient (sign, floor, round...): a constant, so that no NaN or inf in g reaches it."""
+    return (ctx.xp.zeros_like(g),)
+
+
+def _uniform(lo, hi):
+    return lambda rng: [Sample(rng.uniform(lo, hi, (3, 4))), Sample(rng.uniform(lo, hi, 5)),
+                        Sample(np.asarray(rng.uniform(lo, hi)))]
+
+
+def _away_from_ints(rng):
+    def a(*shape):
+        x = rng.standard_normal(shape) * 3
+        return np.where(np.abs(x - np.round(x)) < 0.1, x + 0.25, x)  # floor/round are flat away from the steps
+    return [Sample(a(3, 4)), Sample(a(5)), Sample(np.asarray(a()))]
+
+
+def _alias(name, target, samples, doc, numpy=True):
+    """``mg.<name>``: NumPy's name for a minigrad op (its own row, gradchecked), which takes over the
+    op's NumPy function (``np.<name>(t)`` lands here)."""
+    def fn(*args, **kwargs):
+        return target(*args, **kwargs)
+
+    fn.__signature__ = inspect.signature(target)  # NumPy's arguments map onto the op's parameters
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    of = next(op for op in registry().values() if op.frontend is target)
+    np_fns = of.numpy if numpy else ()
+    of.numpy = ()
+    return composite(name, samples=samples, kind="elementwise", numpy=np_fns)(named(name)(fn))
+
+
+# -- unary -------------------------------------------------------------------------------------
+
+negative = _alias("negative", _ew.neg, _unary_samples(), "-x, elementwise (NumPy's name for ``neg``).")
+absolute = _alias("absolute", _ew.abs, _unary_samples(away=0.0), "|x|, elementwise (NumPy's name for ``abs``).")
+positive = _unary("positive", lambda xp, x: xp.positive(x), lambda ctx, g: (g,), _unary_samples(),
+                  lambda th, x: th.positive(x).clone(), numpy=(np.positive,))
+fabs = _unary("fabs", lambda xp, x: xp.fabs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),),
+              _unary_samples(away=0.0), "abs", numpy=(np.fabs,), save=(0,))
+reciprocal = _unary("reciprocal", lambda xp, x: xp.reciprocal(x), lambda ctx, g: (-g * ctx.out * ctx.out,),
+                    _unary_samples(low=0.3), numpy=(np.reciprocal,), save_out=True)
+square = _unary("square", lambda xp, x: xp.square(x), lambda ctx, g: (ctx.xp.scaled_mul(g, ctx.saved[0], c=2.0),),
+                _unary_samples(), numpy=(np.square,), save=(0,))
+cbrt = _unary("cbrt", lambda xp, x: xp.cbrt(x), lambda ctx, g: (g / (ctx.out * ctx.out * 3.0),),
+              _unary_samples(away=0.0), lambda th, x: th.sign(x) * x.abs() ** (1 / 3), numpy=(np.cbrt,), save_out=True)
+exp2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), _unary_samples(),
+              numpy=(np.exp2,), save_out=True)
+expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),), _unary_samples(),
+               numpy=(np.expm1,), save_out=True)
+log2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.saved[0] * _LN2),), _unary_samples(low=0.2),
+              numpy=(np.log2,), save=(0,))
+log10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.saved[0] * _LN10),),
+               _unary_samples(low=0.2), numpy=(np.log10,), save=(0,))
+tan = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (ctx.out * ctx.out + 1.0),), _uniform(-1.2, 1.2),
+             numpy=(np.tan,), save_out=True)
+arcsin = _unary("arcsin", lambda xp, x: xp.arcsin(x),
+                lambda ctx, g: (g / ctx.xp.sqrt(1.0 - ctx.saved[0] * ctx.saved[0]),), _uniform(-0.9, 0.9),
+                numpy=(np.arcsin,), save=(0,))
+arccos = _unary("arccos", lambda xp, x: xp.arccos(x),
+                lambda ctx, g: (-g / ctx.xp.sqrt(1.0 - ctx.saved[0] * ctx.saved[0]),), _uniform(-0.9, 0.9),
+                numpy=(np.arccos,), save=(0,))
+arctan = _unary("arctan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / (ctx.saved[0] * ctx.saved[0] + 1.0),),
+                _unary_samples(), numpy=(np.arctan,), save=(0,))
+sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * ctx.xp.cosh(ctx.saved[0]),), _unary_samples(),
+              numpy=(np.sinh,), save=(0,))
+cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * ctx.xp.sinh(ctx.saved[0]),), _unary_samples(),
+              numpy=(np.cosh,), save=(0,))
+arcsinh = _unary("arcsinh", lambda xp, x: xp.arcsinh(x),
+                 lambda ctx, g: (g / ctx.xp.sqrt(ctx.saved[0] * ctx.saved[0] + 1.0),), _unary_samples(),
+                 numpy=(np.arcsinh,), save=(0,))
+arccosh = _unary("arccosh", lambda xp, x: xp.arccosh(x),
+                 lambda ctx, g: (g / ctx.xp.sqrt(ctx.saved[0] * ctx.saved[0] - 1.0),), _unary_samples(low=1.2),
+                 numpy=(np.arccosh,), save=(0,))
+arctanh = _unary("arctanh", lambda xp, x: xp.arctanh(x),
+                 lambda ctx, g: (g / (1.0 - ctx.saved[0] * ctx.saved[0]),), _uniform(-0.9, 0.9),
+                 numpy=(np.arctanh,), save=(0,))
+deg2rad = _unary("deg2rad", lambda xp, x: xp.deg2rad(x), lambda ctx, g: (g * (math.pi / 180),), _unary_samples(),
+                 numpy=(np.deg2rad,))
+rad2deg = _unary("rad2deg", lambda xp, x: xp.rad2deg(x), lambda ctx, g: (g * (180 / math.pi),), _unary_samples(),
+                 numpy=(np.rad2deg,))
+radians = _unary("radians", lambda xp, x: xp.radians(x), lambda ctx, g: (g * (math.pi / 180),), _unary_samples(),
+                 "deg2rad", numpy=(np.radians,))
+degrees = _unary("degrees", lambda xp, x: xp.degrees(x), lambda ctx, g: (g * (180 / math.pi),), _unary_samples(),
+                 "rad2deg", numpy=(np.degrees,))
+
+
+def _sinc_rule(ctx, g):
+    (x,) = ctx.saved  # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, and 0 at x == 0
+    xp = ctx.xp
+    zero = x == 0
+    safe = xp.where(zero, 1.0, x)
+    return (xp.where(zero, 0.0, g * (xp.cos(safe * math.pi) - ctx.out) / safe),)
+
+
+SINC = defop("sinc", lambda xp, x: xp.sinc(x), _sinc_rule, save=(0,), save_out=True, kind="elementwise",
+             samples=_unary_samples(away=0.0), torch=lambda th, x: th.sinc(x))
+
+
+@public(SINC, numpy=(np.sinc,))
+def sinc(x):
+    """sin(pi x) / (pi x), and 1 at 0 (NumPy's normalised sinc), elementwise."""
+    return apply(SINC, x)
+
+
+# the rounding functions: a zero gradient (recorded, as PyTorch's), values and dtypes as NumPy's
+floor = _unary("floor", lambda xp, x: xp.floor(x), _zero_rule, _away_from_ints, numpy=(np.floor,), method="floor")
+ceil = _unary("ceil", lambda xp, x: xp.ceil(x), _zero_rule, _away_from_ints, numpy=(np.ceil,), method="ceil")
+trunc = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_rule, _away_from_ints, numpy=(np.trunc,), method="trunc")
+rint = _unary("rint", lambda xp, x: xp.rint(x), _zero_rule, _away_from_ints, "round", numpy=(np.rint,))
+
+ROUND = defop("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_rule, kind="elementwise",
+              samples=lambda rng: _away_from_ints(rng) + [Sample(_away_from_ints(rng)[0].args[0] / 10, decimals=1)],
+              torch=lambda th, x, decimals=0: th.round(x, decimals=decimals))
+
+
+@public(ROUND, method="round", numpy=(np.round, np.around))
+def round(x, decimals=0):  # noqa: A001 - NumPy's name
+    """Round half to even to ``decimals`` places (NumPy's ``round``); a zero gradient."""
+    return apply(ROUND, x, decimals=decimals)
+
+
+# -- binary ------------------------------------------------------------------------------------
+
+subtract = _alias("subtract", _ew.sub, _binary_samples, "x - y with broadcasting (NumPy's name for ``sub``).")
+multiply = _alias("multiply", _ew.mul, _binary_samples, "x * y with broadcasting (NumPy's name for ``mul``).")
+divide = _alias("divide", _ew.div, lambda rng: _binary_samples(rng, low=0.5),
+                "x / y, true division (NumPy's name for ``div``; also ``mg.true_divide``).")
+true_divide = _alias("true_divide", _ew.div, lambda rng: _binary_samples(rng, low=0.5),
+                     "x / y, true division (NumPy's name for ``div``; ``np.true_divide`` is ``np.divide``).",
+                     numpy=False)
+power = _alias("power", _ew.pow, lambda rng: _binary_samples(rng, low=0.5),
+               "x ** y with broadcasting (NumPy's name for ``pow``).")
+remainder = _alias("remainder", _ew.mod, lambda rng: [Sample(_r(rng, 3, 4, low=0.3) * 3, _r(rng, 3, 4, low=0.7))],
+                   "x % y, NumPy's sign convention (NumPy's name for ``mod``).")
+
+FLOAT_POWER = defop("float_power", lambda xp, x, y: xp.float_power(x, y), _ew._pow_rule, save=(0, 1), broadcast=True,
+                    kind="elementwise", ufunc="float_power", torch=lambda th, x, y: th.float_power(x, y),
+                    samples=lambda rng: _binary_samples(rng, low=0.5) + [Sample(_r(rng, 3, 4), 2)])
+
+
+@public(FLOAT_POWER, numpy=(np.float_power,))
+def float_power(x, y):
+    """x ** y computed in float64 (NumPy's ``float_power``: the result is float64)."""
+    return apply(FLOAT_POWER, x, y)
+
+
+def _th(name):
+    """The torch oracle of a binary function whose torch form wants two tensors."""
+    return lambda th, x, y: getattr(th, name)(x, y if isinstance(y, th.Tensor) else th.tensor(y, dtype=x.dtype))
+
+
+def _fextremum_rule(ctx, g, bigger):
+    x, y = ctx.saved  # as maximum / minimum, and a NaN loses: the other operand takes the gradient
+    xp = ctx.xp
+    tie = x == y
+    half = g * 0.5
+    wins_x = ((x > y) if bigger else (x < y)) | (xp.isnan(y) & ~xp.isnan(x))
+    wins_y = ((y > x) if bigger else (y < x)) | (xp.isnan(x) & ~xp.isnan(y))
+    gx = xp.where(wins_x, g, xp.where(tie, half, 0.0)) if ctx.parents[0] is not None else None
+    gy = xp.where(wins_y, g, xp.where(tie, half, 0.0)) if ctx.parents[1] is not None else None
+    return gx, gy
+
+
+def _distinct(rng):
+    return [Sample(_r(rng, 3, 4), _r(rng, 3, 4) + 0.05), Sample(_r(rng, 2, 3), _r(rng, 3) + 0.05)]
+
+
+fmax = _binary_op("fmax", lambda xp, x, y: xp.fmax(x, y), lambda ctx, g: _fextremum_rule(ctx, g, True), _distinct,
+                  _th("fmax"), (np.fmax,),
+                  "Elementwise maximum ignoring NaN; ties split the gradient evenly.")
+fmin = _binary_op("fmin", lambda xp, x, y: xp.fmin(x, y), lambda ctx, g: _fextremum_rule(ctx, g, False), _distinct,
+                  _th("fmin"), (np.fmin,),
+                  "Elementwise minimum ignoring NaN; ties split the gradient evenly.")
+
+
+def _logaddexp_rule(ctx, g, base2=False):
+    x, y = ctx.saved
+    xp, out = ctx.xp, ctx.out
+    f = xp.exp2 if base2 else xp.exp
+    return (g * f(x - out) if ctx.parents[0] is not None else None,
+            g * f(y - out) if ctx.parents[1] is not None else None)
+
+
+logaddexp = _binary_op("logaddexp", lambda xp, x, y: xp.logaddexp(x, y), _logaddexp_rule, _binary_samples,
+                       _th("logaddexp"), (np.logaddexp,),
+                       "log(exp(x) + exp(y)), computed stably.", save_out=True)
+logaddexp2 = _binary_op("logaddexp2", lambda xp, x, y: xp.logaddexp2(x, y),
+                        lambda ctx, g: _logaddexp_rule(ctx, g, True), _binary_samples,
+                        _th("logaddexp2"), (np.logaddexp2,),
+                        "log2(2**x + 2**y), computed stably.", save_out=True)
+
+
+def _arctan2_rule(ctx, g):
+    y, x = ctx.saved  # arctan2(y, x): d/dy = x / (x² + y²), d/dx = -y / (x² + y²)
+    r2 = g / (x * x + y * y)
+    return (r2 * x if ctx.parents[0] is not None else None, -r2 * y if ctx.parents[1] is not None else None)
+
+
+arctan2 = _binary_op("arctan2", lambda xp, x, y: xp.arctan2(x, y), _arctan2_rule, lambda rng: _binary_samples(rng, low=0.3),
+                     _th("arctan2"), (np.arctan2,), "The angle of the point (x2, x1): arctan(x1 / x2) "
+                     "in the right quadrant.")
+
+
+def _hypot_rule(ctx, g):
+    x, y = ctx.saved
+    q = g / ctx.out
+    return (q * x if ctx.parents[0] is not None else None, q * y if ctx.parents[1] is not None else None)
+
+
+hypot = _binary_op("hypot", lambda xp, x, y: xp.hypot(x, y), _hypot_rule, lambda rng: _binary_samples(rng, low=0.3),
+                   _th("hypot"), (np.hypot,), "sqrt(x² + y²), elementwise.", save_out=True)
+
+
+def _fmod_rule(ctx, g):
+    x, y = ctx.saved  # fmod(x, y) = x - trunc(x / y) y
+    return g, (-g * ctx.xp.trunc(x / y) if ctx.parents[1] is not None else None)
+
+
+fmod = _binary_op("fmod", lambda xp, x, y: xp.fmod(x, y), _fmod_rule,
+                  lambda rng: [Sample(_r(rng, 3, 4) * 3, _r(rng, 3, 4, low=0.7)), Sample(_r(rng, 4) * 3, 1.7)],
+                  _th("fmod"), (np.fmod,), "The C remainder: x - trunc(x / y) y (the sign of x).")
+
+
+def _copysign_rule(ctx, g):
+    x, _ = ctx.saved
+    xp = ctx.xp
+    return (g * xp.sign(x) * xp.sign(ctx.out) if ctx.parents[0] is not None else None,
+            xp.zeros_like(g) if ctx.parents[1] is not None else None)
+
+
+copysign = _binary_op("copysign", lambda xp, x, y: xp.copysign(x, y), _copysign_rule,
+                      lambda rng: [Sample(_r(rng, 3, 4, away=0.0), _r(rng, 3, 4, away=0.0)),
+                                   Sample(_r(rng, 4, away=0.0), -1.0)],
+                      _th("copysign"), (np.copysign,),
+                      "|x| with the sign of y; the gradient in y is 0.", save_out=True)
+
+
+
+# -- predicates (bool results, not differentiable; rules use isnan) -------------------------------
+
+
+def _predicate(name, doc):
+    op = defop(name, lambda xp, x: getattr(xp, name)(x), kind="elementwise")
+
+    def fn(x):
+        return apply(op, x)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return public(op, numpy=(getattr(np, name),))(fn)
+
+
+isnan = _predicate("isnan", "Where x is NaN (a bool tensor).")
+isinf = _predicate("isinf", "Where x is +inf or -inf (a bool tensor).")
+isfinite = _predicate("isfinite", "Where x is neither NaN nor infinite (a bool tensor).")
+signbit = _predicate("signbit", "Where the sign bit is set (-0.0 included; a bool tensor).")
+
+
+_NOTES = {
+    "positive": "+x (a copy); gradient 1.",
+    "fabs": "|x| as a float; gradient sign(x), 0 at 0.",
+    "reciprocal": "1 / x (NumPy's: integer division for integers); gradient -1/x².",
+    "square": "x²; gradient 2x.",
+    "cbrt": "The real cube root; gradient 1 / (3 cbrt(x)²), infinite at 0.",
+    "exp2": "2**x; gradient 2**x log 2.",
+    "expm1": "exp(x) - 1, accurate for small x; gradient exp(x).",
+    "log2": "Base-2 logarithm; gradient 1 / (x log 2).",
+    "log10": "Base-10 logarithm; gradient 1 / (x log 10).",
+    "tan": "tan(x); gradient 1 + tan²(x).",
+    "arcsin": "arcsin(x) on [-1, 1]; gradient 1/sqrt(1 - x²), infinite at ±1.",
+    "arccos": "arccos(x) on [-1, 1]; gradient -1/sqrt(1 - x²), infinite at ±1.",
+    "arctan": "arctan(x); gradient 1/(1 + x²).",
+    "sinh": "sinh(x); gradient cosh(x).",
+    "cosh": "cosh(x); gradient sinh(x).",
+    "arcsinh": "arcsinh(x); gradient 1/sqrt(x² + 1).",
+    "arccosh": "arccosh(x) for x >= 1; gradient 1/sqrt(x² - 1), infinite at 1.",
+    "arctanh": "arctanh(x) on (-1, 1); gradient 1/(1 - x²).",
+    "deg2rad": "Degrees to radians; gradient pi/180.",
+    "rad2deg": "Radians to degrees; gradient 180/pi.",
+    "radians": "Degrees to radians (``deg2rad``); gradient pi/180.",
+    "degrees": "Radians to degrees (``rad2deg``); gradient 180/pi.",
+    "floor": "The largest integer <= x (NumPy's dtype); a zero gradient (recorded, as PyTorch's).",
+    "ceil": "The smallest integer >= x; a zero gradient.",
+    "trunc": "x rounded toward zero; a zero gradient.",
+    "rint": "x rounded half to even; a zero gradient.",
+}
+for _name, _note in _NOTES.items():
+    globals()[_name].__doc__ = registry()[_name].doc = _note

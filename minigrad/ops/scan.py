@@ -1,0 +1,255 @@
+"""NumPy's other reductions and its scans: prod (exact at zeros, as PyTorch's), cumsum, cumprod,
+diff, average, amax/amin, ptp, nansum, nanmean. Axis rules and errors are sum's (``reduce.py``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .._util import NOARG
+from ..engine import apply
+from ..errors import named
+from ..tensor import Tensor
+from ._registry import Sample, as_tensor, composite, defop, public
+from .reduce import _axes_info, _kept, max as _max, min as _min, normalize_axis, result_dtype, sum as _sum
+from .elementwise import where as _where
+
+
+def _torch_prod(th, x, axes, keepdims, dtype=None):
+    for a in sorted(axes, reverse=True):
+        x = x.prod(a, keepdim=True)
+    return x if keepdims or not axes else x.reshape([s for i, s in enumerate(x.shape) if i not in axes])
+
+
+# -- prod --------------------------------------------------------------------------------------
+
+
+def _prod_fwd(xp, x, axes, keepdims, dtype=None):
+    if not axes:
+        return x.astype(dtype) if dtype is not None else x.copy()
+    return x.prod(axis=axes, dtype=dtype, keepdims=keepdims)
+
+
+def _prod_rule(ctx, g, axes, keepdims, dtype=None):
+    (x,) = ctx.saved
+    xp = ctx.xp
+    shape = ctx.meta[0][0]
+    g, out = _kept(g, shape, axes, keepdims), _kept(ctx.out, shape, axes, keepdims)
+    # d out / d x_i = the product of the others: out / x_i where x_i != 0; at the one zero of a
+    # slice, the product of the non-zeros; 0 where a slice has two zeros or more (PyTorch's values)
+    zero = x == 0
+    safe = xp.where(zero, 1.0, x)
+    others = safe.prod(axis=axes, keepdims=True)
+    single = zero.sum(axis=axes, keepdims=True) == 1
+    return (g * xp.where(zero, xp.where(single, others, 0.0), out / safe),)
+
+
+def _prod_samples(rng):
+    x = rng.uniform(0.5, 1.5, (2, 3, 4)) * rng.choice([-1, 1], (2, 3, 4))
+    z = x.copy()
+    z[0, 1, 2] = 0.0  # one zero in a slice
+    return [Sample(x, axes=(1,), keepdims=False), Sample(x, axes=(0, 2), keepdims=True),
+            Sample(x[0], axes=(0, 1), keepdims=False), Sample(z, axes=(2,), keepdims=False),
+            Sample(z, axes=(0, 1, 2), keepdims=False),
+            Sample(rng.standard_normal((0, 3)), axes=(0,), keepdims=False)]
+
+
+PROD = defop("prod", _prod_fwd, _prod_rule, save=(0,), save_out=True, kind="reduce", info=_axes_info,
+             samples=_prod_samples, torch=_torch_prod)
+
+
+@public(PROD, method="prod", numpy=(np.prod,))
+@named("prod")
+def prod(x, axis=None, dtype=None, keepdims=False):
+    """Product over the given axes (sum's axis rules; ints multiply in int64). The gradient is the
+    product of the other elements, exact at zeros (one zero: the product of the rest; two: 0,
+    whose own derivative is taken as 0 there, as PyTorch's).
+
+    >>> mg.prod(mg.tensor([[1.0, 2.0], [3.0, 4.0]]), axis=1)
+    tensor([ 2., 12.])
+    """
+    x = as_tensor(x, "prod")
+    axes = normalize_axis(axis, x.ndim, "prod")
+    return apply(PROD, x, axes=axes, keepdims=bool(keepdims), dtype=result_dtype(x.dtype, dtype))
+
+
+# -- scans ---------------------------------------------------------------------------------------
+
+
+def _rev(ndim, axis):
+    return (slice(None),) * axis + (slice(None, None, -1),)
+
+
+def _cumsum_rule(ctx, g, axis, dtype=None):
+    r = _rev(g.ndim, axis)  # the adjoint of a running sum is the running sum from the end
+    return (ctx.xp.cumsum(g[r], axis=axis)[r],)
+
+
+def _cumprod_rule(ctx, g, axis, dtype=None):
+    (x,) = ctx.saved  # d out_k / d x_i = out_k / x_i for k >= i (inputs away from 0)
+    r = _rev(g.ndim, axis)
+    return (ctx.xp.cumsum((g * ctx.out)[r], axis=axis)[r] / x,)
+
+
+def _scan_samples(rng):
+    x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1, 1], (3, 4))
+    return [Sample(x, axis=1), Sample(x, axis=0), Sample(rng.uniform(0.5, 1.5, (2, 3, 2)), axis=-1 + 3),
+            Sample(rng.uniform(0.5, 1.5, 5), axis=0)]
+
+
+CUMSUM = defop("cumsum", lambda xp, x, axis, dtype=None: xp.cumsum(x, axis=axis, dtype=dtype), _cumsum_rule,
+               kind="reduce", info=lambda axis, dtype=None: {"axis": axis}, samples=_scan_samples,
+               torch=lambda th, x, axis, dtype=None: th.cumsum(x, axis))
+CUMPROD = defop("cumprod", lambda xp, x, axis, dtype=None: xp.cumprod(x, axis=axis, dtype=dtype), _cumprod_rule,
+                save=(0,), save_out=True, kind="reduce", info=lambda axis, dtype=None: {"axis": axis},
+                samples=_scan_samples, torch=lambda th, x, axis, dtype=None: th.cumprod(x, axis))
+
+
+def _scan(op, x, axis, dtype):
+    x = as_tensor(x, op.name)
+    if axis is None:
+        x, axis = x.reshape(-1), 0
+    (axis,) = normalize_axis(axis, x.ndim, op.name) if x.ndim else (0,)
+    if dtype is None and x.dtype.kind in "biu":
+        dtype = result_dtype(x.dtype, None)
+    return apply(op, x, axis=axis, dtype=None if dtype is None else np.dtype(dtype))
+
+
+@public(CUMSUM, method="cumsum", numpy=(np.cumsum,))
+@named("cumsum")
+def cumsum(x, axis=None, dtype=None):
+    """Running sum along ``axis`` (NumPy's: the flattened tensor when None); ints sum in int64."""
+    return _scan(CUMSUM, x, axis, dtype)
+
+
+@public(CUMPROD, method="cumprod", numpy=(np.cumprod,))
+@named("cumprod")
+def cumprod(x, axis=None, dtype=None):
+    """Running product along ``axis`` (flattened when None). Its gradient divides by the input:
+    it is not defined at zeros here (PyTorch's is)."""
+    return _scan(CUMPROD, x, axis, dtype)
+
+
+# -- composites ------------------------------------------------------------------------------------
+
+
+def _diff_samples(rng):
+    x = rng.standard_normal((3, 5))
+    return [Sample(x), Sample(x, 2, 0), Sample(x, 1, -1, prepend=0.5), Sample(x[0], 3, append=rng.standard_normal(2))]
+
+
+@composite("diff", kind="reduce", numpy=(np.diff,), samples=_diff_samples,
+           torch=lambda th, x, n=1, axis=-1, prepend=None, append=None: th.diff(
+               x, n, axis, None if prepend is None else th.full_like(x.narrow(axis, 0, 1), prepend),
+               None if append is None else th.as_tensor(append)))
+@named("diff")
+def diff(x, n=1, axis=-1, prepend=NOARG, append=NOARG):
+    """The n-th discrete difference along ``axis`` (NumPy's ``prepend``/``append`` included)."""
+    from .shape import broadcast_to, concatenate
+
+    x = as_tensor(x, "diff")
+    (axis,) = normalize_axis(axis, x.ndim, "diff")
+    parts = []
+    for v, where_ in ((prepend, 0), (append, 1)):
+        if v is NOARG or v is None:
+            continue
+        v = as_tensor(v if isinstance(v, Tensor) else np.asarray(v), "diff")  # NumPy's dtype for a number
+        if v.ndim == 0:
+            shape = list(x.shape)
+            shape[axis] = 1
+            v = broadcast_to(v, tuple(shape))
+        parts.append((where_, v))
+    if parts:
+        x = concatenate([v for w, v in parts if w == 0] + [x] + [v for w, v in parts if w == 1], axis=axis)
+    pre = (slice(None),) * axis
+    for _ in range(n):
+        x = x[pre + (slice(1, None),)] - x[pre + (slice(None, -1),)]
+    return x
+
+
+@composite("average", kind="reduce", numpy=(np.average,),
+           samples=lambda rng: [Sample(rng.standard_normal((3, 4))), Sample(rng.standard_normal((3, 4)), 1,
+                                                                           rng.uniform(0.5, 1.0, 4)),
+                                Sample(rng.standard_normal((3, 4)), 0, rng.uniform(0.5, 1.0, (3, 4)), keepdims=True)])
+@named("average")
+def average(x, axis=None, weights=None, returned=False, *, keepdims=False):
+    """The (weighted) average over ``axis``; ``returned=True`` also gives the sum of the weights.
+    Differentiable in ``x`` and ``weights``."""
+    from .shape import broadcast_to
+
+    x = as_tensor(x, "average")
+    if weights is None:
+        from .reduce import mean
+
+        avg = mean(x, axis, keepdims)
+        if returned:
+            from .meta import full_like
+
+            return avg, full_like(avg, x.size / max(avg.size, 1))
+        return avg
+    w = as_tensor(weights, "average")
+    if w.shape != x.shape:
+        if axis is None or w.ndim != 1 or isinstance(axis, (tuple, list)):
+            raise TypeError(f"average: weights of shape {w.shape} differ from a of shape {x.shape}; give axis= "
+                            "(one int) for 1-D weights")
+        (ax,) = normalize_axis(axis, x.ndim, "average")
+        w = w.reshape(tuple(-1 if i == ax else 1 for i in range(x.ndim)))
+    num = _sum(x * w, axis, keepdims)
+    den = _sum(broadcast_to(w, x.shape), axis, keepdims)
+    if returned:
+        return num / den, den
+    return num / den
+
+
+def _am(name, fn):
+    @named(name)
+    def am(x, axis=None, keepdims=False):
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    am.__name__ = am.__qualname__ = name
+    am.__doc__ = f"NumPy's ``{name}``: ``{fn.__name__}`` over ``axis`` (values only; ties share the gradient)."
+    return composite(name, kind="reduce", numpy=(getattr(np, name),), samples=lambda rng: [
+        Sample(rng.permutation(12).reshape(3, 4) * 0.1, 1),
+        Sample(rng.permutation(6).reshape(2, 3) * 0.3, axis=-1, keepdims=True)])(am)
+
+
+amax = _am("amax", _max)
+amin = _am("amin", _min)
+
+
+@composite("ptp", kind="reduce", numpy=(np.ptp,), samples=lambda rng: [
+    Sample(rng.permutation(12).reshape(3, 4) * 0.1), Sample(rng.permutation(12).reshape(3, 4) * 0.1, 0, keepdims=True)])
+@named("ptp")
+def ptp(x, axis=None, keepdims=False):
+    """Peak to peak: ``max - min`` over ``axis``."""
+    return _max(x, axis=axis, keepdims=keepdims) - _min(x, axis=axis, keepdims=keepdims)
+
+
+def _nan_samples(rng):
+    x = rng.standard_normal((3, 4))
+    x[0, 1] = x[2, 3] = np.nan
+    return [Sample(x), Sample(x, 1), Sample(x, 0, keepdims=True)]
+
+
+@composite("nansum", kind="reduce", numpy=(np.nansum,), samples=_nan_samples)
+@named("nansum")
+def nansum(x, axis=None, dtype=None, keepdims=False):
+    """Sum treating NaN as 0; a NaN's gradient is 0."""
+    from .math import isnan
+
+    x = as_tensor(x, "nansum")
+    return _sum(_where(isnan(x), 0.0, x) if x.dtype.kind == "f" else x, axis, keepdims, dtype)
+
+
+@composite("nanmean", kind="reduce", numpy=(np.nanmean,), samples=_nan_samples)
+@named("nanmean")
+def nanmean(x, axis=None, dtype=None, keepdims=False):
+    """Mean of the non-NaN elements; a NaN's gradient is 0."""
+    from .math import isnan
+
+    x = as_tensor(x, "nanmean")
+    if x.dtype.kind != "f":
+        from .reduce import mean
+
+        return mean(x, axis, keepdims, dtype)
+    keep = ~isnan(x)
+    return nansum(x, axis, dtype, keepdims) / _sum(keep, axis, keepdims).astype(x.dtype)
+
