@@ -237,16 +237,6 @@ hypot = _binary_op("hypot", lambda xp, x, y: xp.hypot(x, y), _hypot_rule, lambda
                    _th("hypot"), (np.hypot,), "sqrt(x² + y²), elementwise.", save_out=True)
 
 
-def _fmod_rule(ctx, g):
-    x, y = ctx.saved  # fmod(x, y) = x - trunc(x / y) y
-    return g, (-g * ctx.xp.trunc(x / y) if ctx.parents[1] is not None else None)
-
-
-fmod = _binary_op("fmod", lambda xp, x, y: xp.fmod(x, y), _fmod_rule,
-                  lambda rng: [Sample(_r(rng, 3, 4) * 3, _r(rng, 3, 4, low=0.7)), Sample(_r(rng, 4) * 3, 1.7)],
-                  _th("fmod"), (np.fmod,), "The C remainder: x - trunc(x / y) y (the sign of x).")
-
-
 def _copysign_rule(ctx, g):
     x, _ = ctx.saved
     xp = ctx.xp
