@@ -105,17 +105,13 @@ def _scaled_mul_rule(ctx, gg, c):
     return (None if y is None else xp.scaled_mul(gg, y, c=c)), (None if x is None else xp.scaled_mul(gg, x, c=c))
 
 
-# c * x * y as one op: the gradient of x * x and of x ** 2 (2 g x), one array where two temporaries were
+# c * x * y as one op (rules call ctx.xp.scaled_mul): the gradient of x * x and of x ** 2 (2 g x), one
+# array where two temporaries were
 SCALED_MUL = defop("scaled_mul", _scaled_mul_fwd, _scaled_mul_rule, save=(0, 1), cross=True, broadcast=True,
                    kind="elementwise", torch=lambda th, x, y, c: c * x * y,
                    samples=lambda rng: [Sample(_r(rng, 3, 4), _r(rng, 3, 4), c=2.0),
                                         Sample(_r(rng, 3, 1), _r(rng, 1, 4), c=-0.5),
                                         Sample(_r(rng), _r(rng, 4), c=3.0)])
-
-
-def scaled_mul(x, y, c):
-    """``c * x * y`` for Tensors ``x``, ``y`` and a number ``c`` (internal: rules use it)."""
-    return apply(SCALED_MUL, x, y, c=c)
 
 
 def _div_rule(ctx, g):
@@ -280,16 +276,12 @@ def _tanh_backward_fwd(xp, g, y):
     return d
 
 
+# the gradient of tanh given its output y, g (1 - y^2), as an op of its own: tanh's first-order rule
+# is one array pass (ctx.xp.tanh_backward) and its second order is still a rule
 TANH_BACKWARD = defop("tanh_backward", _tanh_backward_fwd, _tanh_backward_rule, save=(0, 1),
                       kind="elementwise",
                       samples=lambda rng: [Sample(_r(rng, 3, 4), np.tanh(_r(rng, 3, 4)))],
                       torch=lambda th, g, y: g * (1 - y * y))
-
-
-def tanh_backward(g, y):
-    """The gradient of tanh given its output ``y``: ``g (1 - y^2)`` (its own op, so that
-    tanh's first-order rule is one array pass and its second order is still a rule)."""
-    return apply(TANH_BACKWARD, g, y)
 
 
 tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (ctx.xp.tanh_backward(g, ctx.out),), _unary_samples(),
