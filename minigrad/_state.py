@@ -14,6 +14,9 @@ none of them. Their protocol:
 - ``backward(node, seconds, grads)`` after a gradient rule ran in backward;
 - ``inputs(node, args, datas)``, only for an observer whose ``wants_inputs`` is True
   (``mg.autograd.check_ops``): the op's operands as it was called.
+
+Forward mode's dual levels (``forward_ad.dual_level``) ride on the Mode too: ``fw`` is None,
+or the object that carries tangents through each op (``forward_ad.Levels``).
 """
 from __future__ import annotations
 
@@ -21,16 +24,18 @@ from contextvars import ContextVar
 
 
 class Mode:
-    """What apply and backward read on every op: ``grad`` (record?) and ``observers``."""
+    """What apply and backward read on every op: ``grad`` (record?), ``observers``, and ``fw``
+    (forward mode's active dual levels, or None)."""
 
-    __slots__ = ("grad", "observers")
+    __slots__ = ("grad", "observers", "fw")
 
-    def __init__(self, grad: bool = True, observers: tuple = ()):
+    def __init__(self, grad: bool = True, observers: tuple = (), fw=None):
         self.grad = grad
         self.observers = observers
+        self.fw = fw
 
     def __repr__(self):
-        return f"Mode(grad={self.grad}, observers={self.observers!r})"
+        return f"Mode(grad={self.grad}, observers={self.observers!r}, fw={self.fw!r})"
 
 
 _DEFAULT = Mode()
@@ -46,20 +51,27 @@ def set_grad(enabled: bool):
     m = _mode.get()
     if m.grad is enabled:
         return _mode.set(m)
-    if not m.observers:
+    if not m.observers and m.fw is None:
         return _mode.set(_DEFAULT if enabled else _NO_GRAD)
-    return _mode.set(Mode(enabled, m.observers))
+    return _mode.set(Mode(enabled, m.observers, m.fw))
 
 
 def add_observer(obs):
     m = _mode.get()
-    return _mode.set(Mode(m.grad, m.observers + (obs,)))
+    return _mode.set(Mode(m.grad, m.observers + (obs,), m.fw))
 
 
-def without_observers(grad: bool, keep: tuple = ()):
+def without_observers(grad: bool, keep: tuple = (), fw: bool = True):
     """A Mode with nobody watching but ``keep`` (the inside of an ``autograd.Function``'s
-    forward; backward's rules, which a capture still records)."""
-    return _mode.set(Mode(grad, keep))
+    forward, without forward mode either: its jvp gives the tangents; backward's rules, which a
+    capture still records)."""
+    return _mode.set(Mode(grad, keep, _mode.get().fw if fw else None))
+
+
+def set_levels(fw):
+    """Forward mode's active dual levels for this thread (None: none); returns the token."""
+    m = _mode.get()
+    return _mode.set(Mode(m.grad, m.observers, fw))
 
 
 def reset(token) -> None:

@@ -7,6 +7,7 @@ This module only gathers their public names.
 """
 from __future__ import annotations
 
+from . import forward_ad
 from .anomaly import detect_anomaly
 from .backward import grad
 from .check import CheckReport, OpCheck, check_ops
@@ -16,7 +17,7 @@ from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .tape import Tape, tape
 
 __all__ = ["CheckReport", "Function", "FunctionCtx", "Node", "OpCheck", "Tape", "check_ops", "detect_anomaly",
-           "enable_grad", "grad", "is_grad_enabled", "no_grad", "profile", "set_grad_enabled", "tape"]
+           "enable_grad", "forward_ad", "grad", "is_grad_enabled", "no_grad", "profile", "set_grad_enabled", "tape"]
 
 
 def profile():

@@ -77,15 +77,16 @@ _seq_of = operator.attrgetter("seq")
 def run_backward(tensors, grads, retain_graph=False, create_graph=False, capture=None):
     """The reverse pass. With ``capture`` (a dict: id(leaf) or (id(node), index) -> slot)
     gradients are returned there instead of accumulated into leaves' ``.grad`` (``mg.grad``)."""
-    graph = create_graph
-    # Rules run on Tensors when their calls must be seen: recorded (create_graph) or watched by
-    # a capture (mg.compile). Otherwise they run on backend arrays, at the cost of their array calls.
+    # Gradients are Tensors when they are recorded (create_graph) or carry forward mode's tangents
+    # (a dual level is active: forward over reverse). Rules run on Tensors then, or when a capture
+    # (mg.compile) watches their calls; otherwise on backend arrays, at the cost of their array calls.
+    graph = create_graph or _get_mode().fw is not None
     on_tensors = graph or _state.capture() is not None
     # id(leaf) -> [leaf, summed gradient]: hooks and .grad see the total once; the sum is a
     # Tensor with create_graph, else an array
     leaves = {}
     roots = _roots(tensors, grads, graph, on_tensors, leaves)
-    token = _state.set_grad(graph)  # rules record only with create_graph
+    token = _state.set_grad(create_graph)  # rules record only with create_graph
     order = ()
     try:
         order = _collect(roots) if roots else ()
@@ -145,7 +146,7 @@ def _walk(order, graph, on_tensors, retain_graph, capture, leaves):
         # (a capture, mg.compile, still records them: they are the replay's backward)
         keep = tuple(o for o in observers if getattr(o, "captures", False))
         observers = tuple(o for o in observers if o not in keep)
-        token = _state.without_observers(graph, keep)
+        token = _state.without_observers(_get_mode().grad, keep)
         try:
             return _walk_nodes(order, graph, on_tensors, retain_graph, capture, leaves, observers)
         finally:

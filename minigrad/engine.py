@@ -67,13 +67,17 @@ class Op:
         arrays: the rule is written in the array API (``ctx.xp``, operators, array methods): a
             first-order backward runs it on backend arrays. False: it is handed Tensors always
             (``autograd.Function``'s user code).
+        jvp: the forward-mode rule, ``jvp(ctx, *tangents, **params)`` -> the output's tangent
+            (None: zero), a tangent (or None) per input, written in the array API like ``rule``;
+            ``ctx`` has ``xp``, ``op``, ``args`` (the inputs), ``out``, ``aux``, ``saved``.
+            ``forward_ad.py`` derives it for linear, multilinear and elementwise ops.
     """
 
     __slots__ = ("name", "forward", "rule", "save", "save_at", "cross", "save_out", "aux", "broadcast", "view",
-                 "kind", "n_out", "info", "ufunc", "np_ufunc", "arrays")
+                 "kind", "n_out", "info", "ufunc", "np_ufunc", "arrays", "jvp")
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
-                 broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, arrays=True):
+                 broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, arrays=True, jvp=None):
         self.name = name
         self.forward = forward
         self.rule = rule
@@ -90,6 +94,7 @@ class Op:
         self.ufunc = ufunc
         self.np_ufunc = getattr(np, ufunc) if ufunc else None  # what apply calls on NumPy arrays
         self.arrays = arrays
+        self.jvp = jvp
 
     def __repr__(self):
         return f"<Op {self.name}>"
@@ -259,6 +264,8 @@ def apply(op: Op, *args, **params):
         r._rg = True
         if op.view:
             n.view_ver = r._storage.version
+    if mode.fw is not None:                               # 5. forward mode's tangents (forward_ad.py)
+        mode.fw.carry(op, args, datas, params, aux, r)
     return r
 
 
@@ -433,6 +440,8 @@ def _wrap_many(op, outs, args, datas, params, aux, record, mode):
         for k, t in enumerate(ts):
             if t.data.dtype.kind == "f":
                 t._node, t._oidx, t._rg = n, k, True
+    if mode.fw is not None:
+        mode.fw.carry(op, args, datas, params, aux, ts)
     return ts
 
 

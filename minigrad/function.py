@@ -37,6 +37,10 @@ class FunctionCtx:
                 out.append(s)
         return tuple(out)
 
+    def save_for_forward(self, *tensors):
+        """Save tensors for ``jvp`` (PyTorch's name; ``saved_tensors`` reads them)."""
+        self._saved = tensors
+
     def mark_non_differentiable(self, *tensors):
         self._non_diff = tensors
 
@@ -45,7 +49,7 @@ def _forward(xp, *datas, cls, ctx, args, kwargs):
     """Run ``cls.forward`` unrecorded and unobserved (a profile shows the Function as one op;
     a capture, mg.compile, records the ops inside it instead of the Function)."""
     c = _state.capture()
-    token = _state.without_observers(False, () if c is None else (c,))
+    token = _state.without_observers(False, () if c is None else (c,), fw=False)
     try:
         res = cls.forward(ctx, *args, **kwargs)
     finally:
@@ -99,6 +103,18 @@ def _rule(node, g, cls, ctx, args, kwargs):
     return tuple(out)
 
 
+def _jvp(jctx, *tangents, cls, ctx, args, kwargs):
+    """Forward mode through a Function: its static ``jvp(ctx, *tangents)``, handed a tangent per
+    input (zeros for a Tensor without one, None for a non-Tensor), returning one per output."""
+    ts = []
+    for a, t in zip(args, tangents, strict=False):
+        if t is None and isinstance(a, Tensor) and a.dtype.kind == "f":
+            t = wrap(_state.kernel(_zeros, a.data, a.shape, a.dtype))
+        ts.append(t if isinstance(a, Tensor) else None)
+    res = cls.jvp(ctx, *ts)
+    return res if isinstance(jctx.out, tuple) else res[0] if isinstance(res, (tuple, list)) else res
+
+
 class Function:
     """Subclass with static ``forward(ctx, *args)`` and ``backward(ctx, *grads)``; call ``.apply``.
 
@@ -126,7 +142,8 @@ class Function:
     def _op(cls):
         op = cls.__dict__.get("_minigrad_op")
         if op is None:
-            op = Op(cls.__name__, _forward, _rule, n_out=None, kind="function", arrays=False)
+            op = Op(cls.__name__, _forward, _rule, n_out=None, kind="function", arrays=False,
+                    jvp=_jvp if callable(getattr(cls, "jvp", None)) else None)
             cls._minigrad_op = op
         return op
 

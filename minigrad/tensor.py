@@ -162,6 +162,7 @@ class Tensor:
     _hooks = None   # gradient hooks of a leaf (a non-leaf's live on its Node)
     _base = None    # the tensor whose storage this view shares
     name = None     # a label for pictures (mg.viz) and messages
+    _fw = None      # forward mode's tangents, by dual level (forward_ad.py)
 
     def __init__(self, data, dtype=None, requires_grad=False, device=None):
         # made again on each replay of a captured step (mg.compile), as eager makes it each call

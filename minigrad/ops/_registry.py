@@ -12,6 +12,7 @@ and is gradchecked, gradgradchecked and compared with PyTorch from them.
 from __future__ import annotations
 
 from ..engine import OPS, Op
+from ..forward_ad import derive, linear, multilinear  # noqa: F401 - derived forward-mode rules, named in op rows
 from ..tensor import Tensor
 
 
@@ -89,9 +90,12 @@ _REGISTRY: dict[str, Entry] = {}
 
 def defop(name, forward, rule=None, *, samples=None, torch=None, **options) -> Op:
     """Define and register a primitive op: the engine's record (``engine.Op``'s options), and its
-    registry entry with the ``samples`` its tests use and its ``torch`` oracle. Returns the record."""
+    registry entry with the ``samples`` its tests use and its ``torch`` oracle. Returns the record.
+    An elementwise op's forward-mode rule is derived from its gradient rule unless ``jvp`` is given
+    (``forward_ad.derive``)."""
     if name in _REGISTRY:
         raise ValueError(f"defop: an op named {name!r} is already registered")
+    options["jvp"] = derive(options.get("jvp"), rule, options.get("kind", "other"))
     op = OPS[name] = Op(name, forward, rule, **options)
     _REGISTRY[name] = Entry(op, samples, torch)
     return op

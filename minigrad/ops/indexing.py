@@ -15,7 +15,7 @@ from ..engine import apply
 from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, defop, public
-from ._registry import as_tensor
+from ._registry import as_tensor, linear
 from .shape import _r, _shape_args
 
 _ARRAY = object()  # where an index array sits in an index template
@@ -81,7 +81,7 @@ def _getitem_rule(ctx, g, template):
     return (ctx.xp.index_add(g, *ctx.saved, shape=ctx.meta[0][0], template=template),)
 
 
-GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="maybe", kind="view",
+GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="maybe", kind="view", jvp=linear(0),
                 info=lambda template: {"index": fmt_index(template)},
                 samples=lambda rng: [Sample(_r(rng, 4, 3), template=(1, slice(None))),
                                      Sample(_r(rng, 4, 3), np.array([0, 2, 0]), template=(_ARRAY,))])

@@ -67,6 +67,7 @@ from .. import _state
 from .. import backend as _be
 from .. import kernels as _k
 from ..engine import Op, apply, const, edge
+from ..forward_ad import write_tangents
 from ..tensor import Tensor, wrap
 from . import elementwise as E
 from ._registry import Sample, defop
@@ -247,7 +248,7 @@ def variant(op: Op, name: str) -> Op:
     v = _VARIANTS.get((op.name, name))
     if v is None:
         v = Op(name, op.forward, op.rule, save=op.save, cross=op.cross, save_out=op.save_out, aux=op.aux,
-               broadcast=op.broadcast, kind="inplace", arrays=op.arrays)
+               broadcast=op.broadcast, kind="inplace", arrays=op.arrays, jvp=op.jvp)
         _VARIANTS[(op.name, name)] = v
     return v
 
@@ -261,6 +262,7 @@ def _history(t, copy):
         e = edge(t)  # a stale view is re-derived from its base first
         old._node, old._oidx = e if isinstance(e, tuple) else (e, 0)
     old._rg = t._rg
+    old._fw = t._fw  # forward mode's tangents, read by the op's forward-mode rule
     return E.clone(old) if copy else old  # a recorded clone, taken before the write
 
 
@@ -321,6 +323,8 @@ def _store(t, r, name, check):
     if r.data is not t.data:
         _state.kernel(_assign, t, r.data)  # a captured step (mg.compile) writes again on each replay
     t._storage.version += 1
+    if r._fw is not None or t._fw is not None:
+        write_tangents(t, r, _positions)
     return t
 
 

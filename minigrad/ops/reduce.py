@@ -14,7 +14,7 @@ from ..engine import apply
 from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
-from ._registry import as_tensor
+from ._registry import as_tensor, linear
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
@@ -129,7 +129,7 @@ def _sum_rule(ctx, g, axes, keepdims, dtype=None):
     return (g if g.shape == shape else ctx.xp.broadcast_to(g, shape),)
 
 
-SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
+SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", jvp=linear(0), info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
     Sample(rng.standard_normal((3, 4)), axes=(), keepdims=False)],
     torch=lambda th, x, axes, keepdims, dtype=None: x.sum(dim=axes, keepdim=keepdims) if axes else x.clone())
 
