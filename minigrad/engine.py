@@ -118,6 +118,7 @@ class Node:
     n_out = 1         # outputs (an autograd.Function may have several)
     _hooks = None     # hooks of the (non-leaf) output tensor
     retain = None     # weakref of the output when retain_grad()
+    out_fw = None     # the output's tangents (forward mode), for ``out`` in a backward inside a dual level
 
     # -- the view the public tape shows ------------------------------------
     @property
@@ -153,6 +154,8 @@ class Node:
         t = wrap(self._out)
         if _get_mode().grad:
             t._node, t._rg = self, True
+        if self.out_fw is not None:
+            t._fw = self.out_fw
         return t
 
     def __repr__(self):
@@ -179,6 +182,8 @@ class Node:
     def release(self):
         self.saved = ()
         self._out = None
+        if self.out_fw is not None:
+            self.out_fw = None
         self.aux = None
         self.params = None
         self.freed = True

@@ -31,6 +31,7 @@ from .tensor import Tensor, wrap
 
 _ids = itertools.count(1)
 _nd = np.ndarray
+_new = object.__new__
 
 
 class Levels:
@@ -49,54 +50,83 @@ class Levels:
         """Give ``out`` (a Tensor, or a tuple of them) its tangent at each level an input has one."""
         ids = self.ids
         for k, level in enumerate(ids):
-            ts = None
+            ts = tds = None  # the inputs' tangents, and their arrays
+            rg = False  # an input or a tangent requires grad: the tangent may have to record
             for i, a in enumerate(args):
-                if isinstance(a, Tensor) and a._fw is not None:
-                    t = a._fw.get(level)
+                if isinstance(a, Tensor):
+                    fw = a._fw
+                    t = None if fw is None else fw.get(level)
                     if t is not None:
                         if ts is None:
-                            ts = [None] * len(args)
-                        ts[i] = t
-            if ts is not None:
-                _tangent(op, args, datas, params, aux, out, ts, level, ids[:k])
+                            ts, tds = [None] * len(args), [None] * len(args)
+                        ts[i], tds[i] = t, t.data
+                        rg = rg or t._rg
+                    rg = rg or a._rg
+            if ts is None:
+                continue
+            if op.jvp is None:
+                _no_rule(op)
+            elif k == 0 and out.__class__ is not tuple and op.arrays and not (rg and _state.get().grad):
+                _on_arrays(op, datas, params, aux, out, tds, level)
+            else:
+                _on_tensors(op, args, params, aux, out, ts, level, ids[:k])
 
 
 class JvpCtx:
     """What a forward-mode rule reads: ``xp``, ``op``, ``args`` (the inputs: arrays and numbers in
-    first order, else Tensors), ``out`` (the output), ``aux``."""
+    first order, else Tensors), ``out`` (the output), ``aux``. (``saved``, ``parents`` and ``meta``
+    are what a gradient rule reads, when ``elementwise`` calls one.)"""
 
-    __slots__ = ("xp", "op", "args", "out", "aux")
+    __slots__ = ("xp", "op", "args", "out", "aux", "saved", "parents")
 
     def __init__(self, xp, op, args, out, aux):
         self.xp, self.op, self.args, self.out, self.aux = xp, op, args, out, aux
 
+    @property
+    def meta(self):
+        return tuple((getattr(a, "shape", ()), getattr(a, "dtype", None)) for a in self.args)
 
-def _tangent(op, args, datas, params, aux, out, ts, level, outer):
-    """``out``'s tangent at ``level`` from the inputs' tangents ``ts`` (Tensors or None)."""
-    outs = out if isinstance(out, tuple) else (out,)
-    if op.rule is None or not any(o.data.dtype.kind == "f" for o in outs):
-        return  # not differentiable: the output carries no tangent (a zero one)
-    if op.jvp is None:
-        raise RuntimeError(f"forward mode: op {op.name!r} has no forward-mode rule (jvp); "
-                           f"{_missing_hint(op)}")
-    mode = _state.get()
-    on_tensors = bool(outer) or not op.arrays or (mode.grad and (
-        any(isinstance(a, Tensor) and a._rg for a in args) or any(t is not None and t._rg for t in ts)))
-    if on_tensors:  # the tangent is recorded / carries the outer levels' tangents
-        token = _state.set_levels(Levels(outer, mode.fw.duals) if outer else None)
-        try:
-            res = op.jvp(JvpCtx(TENSORS, op, args, out, aux), *ts, **params)
-        finally:
-            _state.reset(token)
-    else:
-        d0 = outs[0].data
-        xp = array_namespace(np if d0.__class__ is _nd else _be.array_module(d0))
-        res = op.jvp(JvpCtx(xp, op, datas, out.data if out is outs[0] else tuple(o.data for o in outs), aux),
-                     *[None if t is None else t.data for t in ts], **params)
-    res = res if isinstance(out, tuple) else (res,)
-    for o, r in zip(outs, res, strict=True):
+
+def _no_rule(op):
+    if op.rule is not None:  # not differentiable: the output carries no tangent (a zero one)
+        raise RuntimeError(f"forward mode: op {op.name!r} has no forward-mode rule (jvp); {_missing_hint(op)}")
+
+
+def _on_arrays(op, datas, params, aux, out, tds, level):
+    """First order: the rule runs on the backend arrays (the tangent needs no history)."""
+    d = out.data
+    if d.dtype.kind != "f":
+        return
+    ctx = _new(JvpCtx)  # (no __init__ frame: one per op)
+    ctx.xp = _NUMPY if d.__class__ is _nd else array_namespace(_be.array_module(d))
+    ctx.op, ctx.args, ctx.out, ctx.aux = op, datas, d, aux
+    r = op.jvp(ctx, *tds, **params)
+    if r is None:
+        return
+    if r.__class__ is not d.__class__ or r.shape != d.shape or r.dtype != d.dtype or (
+            not op.view and _aliases(r, tds)):
+        r = _as_tangent(op, d, r, tds)
+    _set(out, level, wrap(r))
+
+
+def _on_tensors(op, args, params, aux, out, ts, level, outer):
+    """The tangent is recorded, or carries the outer levels' tangents: the rule runs on Tensors,
+    with this level and those inside it switched off (``outer`` stay on)."""
+    many = out.__class__ is tuple
+    outs = out if many else (out,)
+    if not any(o.data.dtype.kind == "f" for o in outs):
+        return
+    token = _state.set_levels(Levels(outer, _state.get().fw.duals) if outer else None)
+    try:
+        res = op.jvp(JvpCtx(TENSORS, op, args, out, aux), *ts, **params)
+    finally:
+        _state.reset(token)
+    for o, r in zip(outs, res if many else (res,), strict=True):
         if r is not None and o.data.dtype.kind == "f":
-            _set(o, level, _checked(op, o, r, ts, on_tensors))
+            _set(o, level, _tensor_tangent(op, o, r, ts))
+
+
+_NUMPY = array_namespace(np)
 
 
 def _missing_hint(op):
@@ -105,37 +135,47 @@ def _missing_hint(op):
     return "write one beside its gradient rule (forward_ad.derive explains which are derived)"
 
 
-def _checked(op, o, r, ts, on_tensors):
-    """A rule's result as ``o``'s tangent: a Tensor of ``o``'s shape and dtype, never an input
-    tangent itself (a write into one would change the other), unless the op is a view."""
-    if on_tensors:
-        t = r if isinstance(r, Tensor) else wrap(_be.array_module(o.data).asarray(r, dtype=o.data.dtype))
-        if not op.view and any(t is u or (u is not None and t._storage is u._storage) for u in ts):
-            t = t.clone()
-    else:
-        a = r.data if isinstance(r, Tensor) else r
-        if not hasattr(a, "shape") or a.__class__ is not o.data.__class__:
-            a = _be.array_module(o.data).asarray(a, dtype=o.data.dtype)
-        if not op.view and _aliases(a, ts):
-            a = a.copy()
-        t = wrap(a)
+def _as_tangent(op, d, r, tds):
+    """A rule's array result as the tangent of the output array ``d``: its shape and dtype, and
+    never an input's tangent itself (a write into one would change the other) unless the op is a view."""
+    if r.__class__ is not d.__class__:
+        r = _be.array_module(d).asarray(r, dtype=d.dtype)
+    if r.shape != d.shape:
+        r = _be.array_module(d).broadcast_to(r, _shape_of(op, r, d.shape)).copy()
+    elif not op.view and _aliases(r, tds):
+        r = r.copy()
+    if r.dtype != d.dtype:
+        r = r.astype(d.dtype)
+    return r
+
+
+def _tensor_tangent(op, o, r, ts):
+    """The same, on Tensors (the tangent recorded, or carrying outer levels' tangents)."""
+    t = r if isinstance(r, Tensor) else wrap(_be.array_module(o.data).asarray(r, dtype=o.data.dtype))
     if t.shape != o.shape:
-        try:
-            t = TENSORS.broadcast_to(t, o.shape).clone() if on_tensors else wrap(_be.array_module(o.data).broadcast_to(
-                t.data, o.shape).copy())
-        except ValueError:
-            raise RuntimeError(f"internal error: the forward-mode rule of {op.name!r} returned shape {t.shape} "
-                               f"for an output of shape {o.shape}") from None
+        t = TENSORS.broadcast_to(t, _shape_of(op, t, o.shape)).clone()
+    elif not op.view and any(t is u or (u is not None and t._storage is u._storage) for u in ts):
+        t = t.clone()
     if t.dtype != o.dtype:
         t = t.astype(o.dtype)
     return t
 
 
-def _aliases(a, ts):
-    if a.__class__ is not _nd:
-        return any(u is not None and a is u.data for u in ts)
-    for u in ts:
-        if u is not None and (a is u.data or (a.base is not None and np.may_share_memory(a, u.data))):
+def _shape_of(op, r, shape):
+    """``shape``, when ``r`` broadcasts to it (a rule may return a scalar zero); else an error."""
+    try:
+        np.broadcast_shapes(tuple(r.shape), tuple(shape))
+    except ValueError:
+        raise RuntimeError(f"internal error: the forward-mode rule of {op.name!r} returned shape {tuple(r.shape)} "
+                           f"for an output of shape {tuple(shape)}") from None
+    return shape
+
+
+def _aliases(a, tds):
+    """``a`` is, or may be a view of, one of the tangent arrays ``tds``."""
+    fresh = getattr(a, "base", 0) is None  # a new array (most rules' results): only identity can alias
+    for u in tds:
+        if u is not None and (a is u or not fresh and _be.array_module(a).may_share_memory(a, u)):
             return True
     return False
 
@@ -143,7 +183,10 @@ def _aliases(a, ts):
 def _set(t, level, tangent):
     fw = t._fw
     if fw is None:
-        t._fw = {level: tangent}
+        fw = t._fw = {level: tangent}
+        n = t._node
+        if n is not None and n._out is not None and t._oidx == 0:  # a rule reads the output (exp): with its tangents
+            n.out_fw = fw
     else:
         fw[level] = tangent
 
@@ -153,38 +196,37 @@ def _set(t, level, tangent):
 # ---------------------------------------------------------------------------
 
 
-class _RuleCtx:
-    """The ``ctx`` an op's gradient rule reads, built from a forward-mode call (``elementwise``)."""
-
-    __slots__ = ("xp", "saved", "out", "aux", "parents", "meta")
-
-    def __init__(self, xp, saved, out, aux, parents, meta):
-        self.xp, self.saved, self.out, self.aux, self.parents, self.meta = xp, saved, out, aux, parents, meta
-
-
 def elementwise(ctx, *ts, **params):
     """The JVP of an elementwise op: its Jacobian is diagonal (per input, after broadcasting), so
-    the tangent is the gradient rule applied to each input's tangent broadcast to the output."""
-    op, args, out, xp = ctx.op, ctx.args, ctx.out, ctx.xp
+    the tangent is the gradient rule applied to each input's tangent broadcast to the output.
+    The rule is asked for one input's gradient at a time (``ctx.parents``), and reads the inputs it
+    saves (``ctx.saved``; with ``cross``, not that input itself, as in a backward where it alone
+    needs a gradient)."""
+    op, args, xp = ctx.op, ctx.args, ctx.xp
     n = len(args)
-    saved = tuple(_as_saved(args[i], xp) if i < n else None for i in (op.save_at or _positions(op.save, n)))
-    meta = tuple((getattr(a, "shape", ()), getattr(a, "dtype", None)) for a in args)
+    save = op.save_at if op.save_at is not None else _positions(op.save, n)
+    saved = tuple([args[i] if xp is not TENSORS else _as_saved(args[i]) for i in save if i < n]) if save else ()
     total = None
     for i, t in enumerate(ts):
         if t is None:
             continue
-        if op.broadcast and t.shape != out.shape:
-            t = xp.broadcast_to(t, out.shape)
-        parents = (None,) * i + (True,) + (None,) * (n - i - 1)
-        d = op.rule(_RuleCtx(xp, saved, out, ctx.aux, parents, meta), t, **params)[i]
+        if op.broadcast and t.shape != ctx.out.shape:
+            t = xp.broadcast_to(t, ctx.out.shape)
+        ctx.parents = _ONLY[n][i]
+        ctx.saved = saved if not op.cross else tuple([None if j == i else v for j, v in zip(save, saved)])
+        d = op.rule(ctx, t, **params)[i]
         if d is not None:
             total = d if total is None else total + d
     return total
 
 
-def _as_saved(a, xp):
-    """An input as a gradient rule reads it from ``ctx.saved``: on Tensors an array constant is a Tensor."""
-    if xp is TENSORS and not isinstance(a, Tensor) and hasattr(a, "shape"):
+# _ONLY[n][i]: the ``parents`` that ask a rule of n inputs for input i's gradient alone
+_ONLY = [tuple((None,) * i + (True,) + (None,) * (n - i - 1) for i in range(n)) for n in range(8)]
+
+
+def _as_saved(a):
+    """An input as a gradient rule on Tensors reads it from ``ctx.saved``: an array constant as a Tensor."""
+    if not isinstance(a, Tensor) and hasattr(a, "shape"):
         return wrap(a)
     return a
 

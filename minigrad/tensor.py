@@ -65,6 +65,7 @@ def wrap(data):
     t._node = None
     t._oidx = 0
     t._storage = Storage()
+    t._fw = None
     if _state.active:  # a capture (mg.compile) tells arrays it knows from ones it missed
         _state.born(t)
     return t
@@ -157,12 +158,13 @@ class Tensor:
 
     # every op makes one: the hot fields are slots; rarely set ones live in the instance
     # __dict__ and default to the class attributes below
-    __slots__ = ("data", "_rg", "_grad", "_node", "_oidx", "_storage", "__dict__", "__weakref__")
+    # _fw: forward mode's tangents by dual level, or None (forward_ad.py); a slot, as forward mode
+    # sets it on every op it runs through
+    __slots__ = ("data", "_rg", "_grad", "_node", "_oidx", "_storage", "_fw", "__dict__", "__weakref__")
     __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
     _hooks = None   # gradient hooks of a leaf (a non-leaf's live on its Node)
     _base = None    # the tensor whose storage this view shares
     name = None     # a label for pictures (mg.viz) and messages
-    _fw = None      # forward mode's tangents, by dual level (forward_ad.py)
 
     def __init__(self, data, dtype=None, requires_grad=False, device=None):
         # made again on each replay of a captured step (mg.compile), as eager makes it each call
@@ -172,6 +174,7 @@ class Tensor:
         self._node = None
         self._oidx = 0
         self._storage = Storage()
+        self._fw = None
         if _state.active:  # made in a captured step, not a live tensor
             _state.born(self)
         if requires_grad:

@@ -15,19 +15,23 @@ def _dense(x):
     return isinstance(x, mg.Tensor) and x.requires_grad
 
 
+def _outputs(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
 def _jvp(fn, xs, us):
+    """The outputs of ``fn`` and their tangents (zeros where one carries none), by forward mode."""
     with fwAD.dual_level():
         duals = [fwAD.make_dual(x, u) if u is not None else x for x, u in zip(xs, us, strict=True)]
-        out = fn(*duals)
-        p, t = fwAD.unpack_dual(out)
-    return p, (mg.zeros_like(p) if t is None else t)
+        pairs = [fwAD.unpack_dual(o) for o in _outputs(fn(*duals))]
+    return [(p, mg.zeros_like(p) if t is None else t.detach()) for p, t in pairs]
 
 
 def _numeric(fn, xs, us):
     with mg.no_grad():
-        plus = fn(*[x + EPS * u if u is not None else x for x, u in zip(xs, us, strict=True)])
-        minus = fn(*[x - EPS * u if u is not None else x for x, u in zip(xs, us, strict=True)])
-    return (plus.numpy() - minus.numpy()) / (2 * EPS)
+        plus = _outputs(fn(*[x + EPS * u if u is not None else x for x, u in zip(xs, us, strict=True)]))
+        minus = _outputs(fn(*[x - EPS * u if u is not None else x for x, u in zip(xs, us, strict=True)]))
+    return [(p.numpy() - m.numpy()) / (2 * EPS) for p, m in zip(plus, minus, strict=True)]
 
 
 @pytest.mark.parametrize("name", DIFF)
@@ -40,21 +44,23 @@ def test_jvp_matches_finite_differences_and_reverse(name, device):
             continue
         fn = _call(op, sample, device)
         us = [mg.tensor(rng.standard_normal(x.shape), device=device) if _dense(x) else None for x in xs]
-        out, t = _jvp(fn, xs, us)
-        if out.dtype.kind != "f":
-            continue
-        assert t.shape == out.shape and t.dtype == out.dtype, (name, sample)
-        t = t.detach()
-        np.testing.assert_allclose(t.numpy(), _numeric(fn, xs, us), rtol=1e-5, atol=1e-6,
-                                   err_msg=f"{name} {sample}: forward mode against finite differences")
-        y = fn(*xs)
-        v = mg.tensor(rng.standard_normal(y.shape), device=device)
-        diff = [x for x in xs if _dense(x)]
-        gs = mg.grad((y * v).sum(), diff, allow_unused=True)
-        lhs = sum(float((g * u).sum().item()) for g, u in zip(gs, [u for u in us if u is not None], strict=True)
-                  if g is not None)
-        rhs = float((t * v).sum().item())
-        assert abs(lhs - rhs) <= 1e-8 * (1 + abs(lhs)), (name, sample, lhs, rhs)
+        pairs = _jvp(fn, xs, us)
+        for k, ((out, t), num) in enumerate(zip(pairs, _numeric(fn, xs, us), strict=True)):
+            if out.dtype.kind != "f":
+                continue
+            assert t.shape == out.shape and t.dtype == out.dtype, (name, sample)
+            np.testing.assert_allclose(t.numpy(), num, rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{name} {sample} output {k}: forward mode against finite differences")
+            y = _outputs(fn(*xs))[k]
+            if not y.requires_grad:
+                continue
+            v = mg.tensor(rng.standard_normal(y.shape), device=device)
+            diff = [x for x in xs if _dense(x)]
+            gs = mg.grad((y * v).sum(), diff, allow_unused=True)
+            lhs = sum(float((g * u).sum().item()) for g, u in zip(gs, [u for u in us if u is not None], strict=True)
+                      if g is not None)
+            rhs = float((t * v).sum().item())
+            assert abs(lhs - rhs) <= 1e-8 * (1 + abs(lhs)), (name, sample, k, lhs, rhs)
 
 
 def test_forward_over_forward_and_forward_over_reverse():
