@@ -290,6 +290,7 @@ class dual_level:  # noqa: N801 - PyTorch's name
     """
 
     def __enter__(self):
+        _state.refuse("forward mode (forward_ad.dual_level): a replay would not carry tangents")
         m = _state.get()
         self.level = next(_ids)
         outer = m.fw
