@@ -177,3 +177,18 @@ def test_make_dual_refuses_a_tangent_with_other_indices_or_shape():
             fwAD.make_dual(p.to_dense(), t)
         with pytest.raises(TypeError, match="dtype"):
             fwAD.make_dual(p, sp.coo_tensor(IDX, np.ones(6, dtype=np.float32), shape=(3, 4)))
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr"])
+def test_a_sparse_tensor_built_from_dual_values_keeps_their_tangent(layout):
+    """coo_tensor / csr_tensor over a dual values Tensor: the sparse tensor carries its tangent."""
+    p, t = _pair(layout)
+    with fwAD.dual_level():
+        v = fwAD.make_dual(p.values, t.values)
+        if layout == "coo":
+            s = sp.coo_tensor(p.indices, v * 2.0, shape=p.shape)
+        else:
+            s = sp.csr_tensor(p.crow_indices, p.col_indices, v * 2.0, p.shape)
+        primal, tangent = fwAD.unpack_dual(sp.sum(s, axis=0))
+        assert fwAD.unpack_dual(sp.coo_tensor(p.to_sparse_coo().indices, p.values, p.shape)).tangent is None
+    np.testing.assert_allclose(to_np(_dense(tangent)), 2 * to_np(t.to_dense()).sum(axis=0), rtol=1e-12)
