@@ -54,11 +54,12 @@ def test_jvp_matches_finite_differences_and_reverse(name, device):
             y = _outputs(fn(*xs))[k]
             if not y.requires_grad:
                 continue
-            v = mg.tensor(rng.standard_normal(y.shape), device=device)
+            v = mg.tensor(rng.standard_normal(y.shape), device=y.device)
             diff = [x for x in xs if _dense(x)]
             gs = mg.grad((y * v).sum(), diff, allow_unused=True)
-            lhs = sum(float((g * u).sum().item()) for g, u in zip(gs, [u for u in us if u is not None], strict=True)
-                      if g is not None)
+            # (the "to" sample names src="cpu" on any device, so its gradient may land on the host)
+            lhs = sum(float((g * u.to(g.device)).sum().item())
+                      for g, u in zip(gs, [u for u in us if u is not None], strict=True) if g is not None)
             rhs = float((t * v).sum().item())
             assert abs(lhs - rhs) <= 1e-8 * (1 + abs(lhs)), (name, sample, k, lhs, rhs)
 

@@ -67,6 +67,8 @@ def _padded(xp, x, widths, value):
 # constant padding; its gradient is the slice of the interior (a view)
 PAD_CONSTANT = defop("pad_constant", _padded,
                      lambda ctx, g, widths, value: (g[_inner(ctx.meta[0][0], widths)],), kind="other",
+                     # affine: the tangent is padded with zeros, whatever the value
+                     jvp=lambda ctx, t, widths, value: ctx.xp.apply(PAD_CONSTANT, t, widths=widths, value=0.0),
                      samples=lambda rng: [Sample(_r(rng, 2, 3), widths=((0, 0), (1, 2)), value=0.5),
                                           Sample(_r(rng, 2, 2, 3), widths=((1, 0), (0, 0), (2, 1)), value=0.0)])
 

@@ -118,7 +118,7 @@ def _index_add_rule(ctx, g, shape, template):
     return (ctx.xp.getitem(g, *ctx.saved, template=template),)
 
 
-INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), kind="other",
+INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), kind="other", jvp=linear(0),
                   info=lambda shape, template: {"index": fmt_index(template)},
                   samples=lambda rng: [Sample(_r(rng, 3), np.array([0, 2, 0]), shape=(4,), template=(_ARRAY,)),
                                        Sample(_r(rng, 3), shape=(2, 3), template=(1,))])

@@ -70,7 +70,7 @@ from ..engine import Op, apply, const, edge
 from ..forward_ad import write_tangents
 from ..tensor import Tensor, wrap
 from . import elementwise as E
-from ._registry import Sample, defop
+from ._registry import Sample, defop, linear
 from .indexing import _ARRAY
 
 # -- the checks ---------------------------------------------------------------
@@ -346,7 +346,16 @@ def _copy_slices_fwd(xp, b, v, pos, keep, inplace=False):
     return out
 
 
+def _copy_slices_jvp(ctx, tb, tv, *_, inplace=False):
+    # linear in b and v (the positions held), computed out of place: never into b's tangent
+    xp = ctx.xp
+    b, v, pos, keep = ctx.args
+    return xp.apply(COPY_SLICES, xp.zeros_like(b) if tb is None else tb, xp.zeros_like(v) if tv is None else tv,
+                    pos, keep)
+
+
 COPY_SLICES = defop("copy_slices", _copy_slices_fwd, _copy_slices_rule, save=(2, 3), kind="other",
+                    jvp=_copy_slices_jvp,
                     samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4),
                                                 np.arange(4, 8), np.arange(12).reshape(3, 4) // 4 != 1)])
 
@@ -361,8 +370,9 @@ def _as_strided_rule(ctx, g, shape):
 
 
 AS_STRIDED = defop("as_strided", lambda xp, b, pos, shape: b.reshape(-1)[pos], _as_strided_rule, save=(1,),
-                   kind="view", samples=lambda rng: [Sample(rng.standard_normal((3, 4)), np.array([[1, 5], [1, 9]]),
-                                                            shape=(3, 4))])
+                   kind="view", jvp=linear(0),
+                   samples=lambda rng: [Sample(rng.standard_normal((3, 4)), np.array([[1, 5], [1, 9]]),
+                                               shape=(3, 4))])
 
 
 def view_history(v, base, pos):

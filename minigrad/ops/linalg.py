@@ -7,7 +7,7 @@ from ..backward import sum_to
 from ..engine import apply
 from ..errors import named
 from ..tensor import Tensor
-from ._registry import Sample, composite, defop, public
+from ._registry import Sample, composite, defop, multilinear, public
 
 
 def mixed_floats(op, a, b, other="the second operand") -> TypeError:
@@ -49,7 +49,7 @@ def _mm_samples(rng):
 
 # xp: the operands' module, as apply found it (no second look-up per call)
 MATMUL = defop("matmul", lambda xp, a, b: xp.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other", ufunc="matmul",
-               samples=_mm_samples, torch=lambda th, a, b: a @ b)
+               jvp=multilinear(), samples=_mm_samples, torch=lambda th, a, b: a @ b)
 
 
 @public(MATMUL, method="matmul", dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
@@ -141,11 +141,23 @@ def _mm_tn_rule(ctx, g):
 
 # a.T @ b for 2-D a and b: linear's weight gradient (g.T @ x) as one op, not a permute and a matmul
 MATMUL_TN = defop("matmul_tn", lambda xp, a, b: xp.matmul(a.T, b), _mm_tn_rule, save=(0, 1), cross=True,
-                  kind="other", torch=lambda th, a, b: a.T @ b,
+                  kind="other", jvp=multilinear(), torch=lambda th, a, b: a.T @ b,
                   samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 4)))])
 
 
-LINEAR = defop("linear", _linear_fwd, _linear_rule, save=(0, 1), cross=True, kind="other",
+def _linear_jvp(ctx, tx, tw, tb=None):
+    # bilinear in (x, w), plus the bias
+    x, w = ctx.args[:2]
+    out = None if tx is None else ctx.xp.linear(tx, w)
+    if tw is not None:
+        d = ctx.xp.linear(x, tw)
+        out = d if out is None else out + d
+    if tb is not None:
+        out = tb if out is None else out + tb
+    return out
+
+
+LINEAR = defop("linear", _linear_fwd, _linear_rule, save=(0, 1), cross=True, kind="other", jvp=_linear_jvp,
                torch=lambda th, x, w, b=None: th.nn.functional.linear(x, w, b),
                samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((4, 3)),
                                            rng.standard_normal(4)),

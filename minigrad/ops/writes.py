@@ -16,7 +16,7 @@ from .. import backend as _be
 from ..backward import sum_to
 from ..tensor import Tensor
 from . import elementwise as E
-from ._registry import Sample, composite, defop, inplace_method, public
+from ._registry import Sample, composite, defop, inplace_method, linear, public
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
 from .inplace import _const, _operand, _same_device, _self, write
 
@@ -69,7 +69,8 @@ sub_ = _addsub(E.SUB, "sub_")
 # the zero gradient of an overwritten tensor is ``xp.zeros_like`` (ops/meta.py's row on Tensors)
 
 FLOOR_DIVIDE_ = defop("floor_divide_", lambda xp, x, y: x // y, lambda ctx, g: (ctx.xp.zeros_like(g), None),
-                      kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4) * 3, 0.75)])
+                      kind="inplace", jvp=lambda ctx, tx, ty: None,  # piecewise constant: a zero tangent
+                      samples=lambda rng: [Sample(rng.standard_normal(4) * 3, 0.75)])
 
 
 def floor_divide_(t, other):
@@ -111,7 +112,8 @@ def _fill_fwd(xp, x, v):
 
 
 FILL_ = defop("fill_", _fill_fwd, lambda ctx, g: (ctx.xp.zeros_like(g), g if ctx.parents[1] is not None else None),
-              broadcast=True, kind="inplace", samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
+              broadcast=True, kind="inplace", jvp=linear(1),
+              samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
 
 
 def fill_(t, value, *, _op="fill_"):
@@ -133,7 +135,7 @@ def zero_(t):
 
 
 COPY_ = defop("copy_", _fill_fwd, lambda ctx, g: (ctx.xp.zeros_like(g), g if ctx.parents[1] is not None else None),
-              broadcast=True, kind="inplace",
+              broadcast=True, kind="inplace", jvp=linear(1),
               samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
 
 
@@ -212,7 +214,22 @@ def _setitem_rule(ctx, g, template, sel_shape, vshape):
     return (gt,) + (None,) * len(ctx.saved) + (gv,)
 
 
-SETITEM = defop("setitem", _setitem_fwd, _setitem_rule, save=(1, ..., -1), aux=True, kind="inplace",
+def _setitem_jvp(ctx, tx, *ts, template, sel_shape, vshape):
+    # the kept positions of x's tangent, plus the value's tangent scattered where it won (not in place)
+    keep, won = ctx.aux
+    xp = ctx.xp
+    out = None if tx is None else xp.where(keep, tx, 0.0)
+    tv = ts[-1]
+    if tv is not None:
+        tv = xp.broadcast_to(tv.reshape(vshape), sel_shape)
+        if won is not None:
+            tv = xp.where(won, tv, 0.0)
+        tv = xp.index_add(tv, *ctx.args[1:-1], shape=tuple(ctx.out.shape), template=template)
+        out = tv if out is None else out + tv
+    return out
+
+
+SETITEM = defop("setitem", _setitem_fwd, _setitem_rule, save=(1, ..., -1), aux=True, kind="inplace", jvp=_setitem_jvp,
                 samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4), template=(1,),
                                             sel_shape=(4,), vshape=(4,))])
 

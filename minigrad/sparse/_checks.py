@@ -12,6 +12,8 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
+from ..engine import apply
+from ..forward_ad import _ALIAS
 from ..tensor import Tensor
 from . import _kernels as K
 from .base import SparseTensor
@@ -94,7 +96,11 @@ def _as_values(values, op):
     if isinstance(values, SparseTensor):
         raise TypeError(f"{op}: values must be dense, got a sparse tensor")
     if isinstance(values, Tensor):
-        return values if values.requires_grad else values.detach()
+        if values.requires_grad:
+            return values
+        if values._fw:  # a dual constant: a view that keeps its tangents (forward mode), as detach would not
+            return apply(_ALIAS, values)
+        return values.detach()
     return Tensor(values)
 
 

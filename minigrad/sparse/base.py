@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import backward as _ag
 from .. import backend as _be
+from .. import forward_ad as _fw
 from ..ops.elementwise import where
 from ..ops.indexing import index_add
 from ..tensor import Tensor, wrap as _wrap
@@ -188,6 +189,29 @@ class SparseTensor:
         blocks = index_add((groups.n,) + block, where_, gv[keep])
         return blocks if groups.identity else blocks[groups.inverse()]
 
+    # -- forward mode: forward_ad.make_dual / unpack_dual hand a sparse tensor to these -----
+    def _make_dual(self, tangent, level):
+        """This tensor carrying ``tangent`` at ``level``: a sparse tangent has the primal's layout,
+        indices and shape, so the values Tensor is made dual with the tangent's values."""
+        sparse = isinstance(tangent, SparseTensor)
+        same = sparse and tangent.layout == self.layout and tangent.shape == self._shape
+        if not same or (tangent.device == self.device and not self._same_indices(tangent)):
+            raise (ValueError if sparse else TypeError)(
+                f"forward_ad.make_dual: a sparse primal's tangent must be sparse with the primal's layout, indices "
+                f"and shape; the primal is {self._describe()}, the tangent {_describe(tangent)}"
+                f"{' (other indices)' if same else ''}")
+        return self._with_values(_fw.make_dual(self._values, tangent._values, level=level))
+
+    def _unpack_dual(self, level):
+        """``(primal, tangent)``: the tangent sparse with this tensor's indices (None when it has none)."""
+        if level is None:
+            return self, None
+        p, t = _fw.unpack_dual(self._values, level=level)
+        return self._with_values(p), None if t is None else self._grad_like(t)
+
+    def _describe(self):
+        return f"a sparse {self.layout} tensor of shape {self._shape} with nnz {self.nnz}"
+
     # sum, matmul (and @), _sparse_matmul and to_scipy call ops.py and convert.py, which build
     # sparse tensors from this module: the package's __init__.py binds them (see there)
 
@@ -230,6 +254,12 @@ class SparseTensor:
 
     def __bool__(self):
         raise ValueError("the truth value of a sparse tensor is ambiguous; use .to_dense()")
+
+
+def _describe(x):
+    if isinstance(x, SparseTensor):
+        return x._describe()
+    return f"a {type(x).__name__} of shape {tuple(getattr(x, 'shape', ()))}"
 
 
 def _same_arrays(a, b):

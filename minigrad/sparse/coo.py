@@ -8,7 +8,7 @@ from ..tensor import Tensor, wrap as _wrap
 from . import _autograd as A
 from . import _kernels as K
 from ._checks import coo_parts
-from .base import SparseTensor, _arr_str
+from .base import SparseTensor, _arr_str, _same_arrays
 
 
 # ---------------------------------------------------------------------------
@@ -55,6 +55,9 @@ class SparseCOOTensor(SparseTensor):
     def _with_values(self, values, coalesced=None):
         return SparseCOOTensor._make(self._idx, values, self._shape[: self.sparse_dim] + tuple(values.shape[1:]),
                                      self._coalesced if coalesced is None else coalesced)
+
+    def _same_indices(self, other):
+        return _same_arrays(self._idx, other._idx)
 
     def _grad_like(self, g_values):
         """A sparse gradient with this tensor's indices and ``g_values`` as values."""

@@ -6,7 +6,7 @@ from ..tensor import Tensor, wrap as _wrap
 from . import _autograd as A
 from . import _kernels as K
 from ._checks import csr_parts
-from .base import SparseTensor, _arr_str
+from .base import SparseTensor, _arr_str, _same_arrays
 from .coo import SparseCOOTensor
 
 
@@ -68,6 +68,9 @@ class SparseCSRTensor(SparseTensor):
         return SparseCSRTensor._make(self._crow, self._col, values,
                                      self._shape[: self.sparse_dim] + tuple(values.shape[1:]),
                                      self._coalesced if coalesced is None else coalesced, self._rows_cache)
+
+    def _same_indices(self, other):
+        return _same_arrays(self._crow, other._crow) and _same_arrays(self._col, other._col)
 
     def _grad_like(self, g_values):
         if not isinstance(g_values, Tensor):
