@@ -227,7 +227,8 @@ EIGVALSH = defop("eigvalsh", lambda xp, x: xp.linalg.eigvalsh(x), _eigvalsh_rule
                  torch=lambda th, x: th.linalg.eigvalsh(_lsym(th, x)),
                  samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)), Sample(rng.standard_normal((3, 3)))])
 EIGH_VECTORS = defop("eigh_vectors", lambda xp, x: xp.linalg.eigh(x)[1], _eigh_vectors_rule, save=(0,), save_out=True,
-                     kind="other", jvp=_eigh_vectors_jvp, samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2))],
+                     kind="other", jvp=_eigh_vectors_jvp,
+                     samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2))],
                      torch=lambda th, x: _th_eigh(th, x))
 
 

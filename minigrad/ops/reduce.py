@@ -271,7 +271,8 @@ def _std_jvp(ctx, t, axes, keepdims, ddof):
         n *= x.shape[a]
     d = x - x.mean(axis=axes, keepdims=True)  # d std = sum(d t) / ((n - ddof) std), 0 where std is 0 (as the rule)
     zero = out == 0
-    return ctx.xp.where(zero, 0.0, (d * t).sum(axis=axes, keepdims=keepdims) / (ctx.xp.where(zero, 1.0, out) * (n - ddof)))
+    dt = (d * t).sum(axis=axes, keepdims=keepdims)
+    return ctx.xp.where(zero, 0.0, dt / (ctx.xp.where(zero, 1.0, out) * (n - ddof)))
 
 
 STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddof, keepdims=keepdims), _std_rule,
@@ -519,7 +520,8 @@ def _log_softmax_jvp(ctx, t, axes):
     return t - (ctx.xp.exp(ctx.out) * t).sum(axis=axes, keepdims=True)
 
 
-LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out=True, kind="reduce", jvp=_log_softmax_jvp,
+LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out=True, kind="reduce",
+                    jvp=_log_softmax_jvp,
                     info=lambda axes: {"axis": axes[0] if len(axes) == 1 else axes},
                     samples=_axis_samples, torch=lambda th, x, axes: x - th.logsumexp(x, axes, True))
 
