@@ -36,6 +36,17 @@ def _lower(g, xp):
     return xp.tril(g) + xp.tril(g, -1)
 
 
+def _sym_of_lower(t, xp):
+    """The tangent of the symmetric matrix a function of the lower triangle reads, from ``t``
+    (``_lower``'s adjoint)."""
+    return xp.tril(t) + _T(xp.tril(t, -1))
+
+
+def _tr_inv(xp, a, t):
+    """tr(A⁻¹ t) for each matrix: the tangent of log|det A|."""
+    return (_T(xp.inv(a)) * t).sum(axis=(-2, -1))
+
+
 def _mats(rng, *batch, n=3, spd=False, shift=0.0):
     a = rng.standard_normal(batch + (n, n))
     if spd:
@@ -57,6 +68,7 @@ def _lsym(th, x):
 
 INV = defop("inv", lambda xp, x: xp.linalg.inv(x), lambda ctx, g: (-(_T(ctx.out) @ g @ _T(ctx.out)),),
             save_out=True, kind="other", torch=lambda th, x: th.linalg.inv(x),
+            jvp=lambda ctx, t: -(ctx.out @ t @ ctx.out),
             samples=lambda rng: [Sample(_mats(rng, shift=3.0)), Sample(_mats(rng, 2, n=2, shift=2.0))])
 
 
@@ -73,6 +85,7 @@ def _det_rule(ctx, g):
 
 
 DET = defop("det", lambda xp, x: xp.linalg.det(x), _det_rule, save=(0,), save_out=True, kind="other",
+            jvp=lambda ctx, t: ctx.out * _tr_inv(ctx.xp, ctx.args[0], t),
             torch=lambda th, x: th.linalg.det(x),
             samples=lambda rng: [Sample(_mats(rng, shift=2.0)), Sample(_mats(rng, 2, n=2)),
                                  Sample(np.array([[0.5, 2.0], [1.5, 0.3]]))])  # a negative determinant
@@ -87,6 +100,7 @@ def det(a):
 
 LOGABSDET = defop("logabsdet", lambda xp, x: xp.linalg.slogdet(x)[1],
                   lambda ctx, g: (g[..., None, None] * _T(ctx.xp.inv(ctx.saved[0])),), save=(0,), kind="other",
+                  jvp=lambda ctx, t: _tr_inv(ctx.xp, ctx.args[0], t),
                   torch=lambda th, x: th.linalg.slogdet(x)[1],
                   samples=lambda rng: [Sample(_mats(rng, shift=2.0)), Sample(np.array([[0.5, 2.0], [1.5, 0.3]]))])
 DET_SIGN = defop("det_sign", lambda xp, x: xp.linalg.slogdet(x)[0], kind="other")
@@ -107,8 +121,14 @@ def _solve_rule(ctx, g):
     return (-(gb @ _T(ctx.out)) if ctx.parents[0] is not None else None), gb
 
 
+def _solve_jvp(ctx, ta, tb):
+    a, x = ctx.args[0], ctx.out  # dx = A⁻¹ (db - dA x)
+    rhs = tb if ta is None else -(ta @ x) if tb is None else tb - ta @ x
+    return ctx.xp.solve(a, rhs)
+
+
 SOLVE = defop("solve", lambda xp, a, b: xp.linalg.solve(a, b), _solve_rule, save=(0,), save_out=True, broadcast=True,
-              kind="other", torch=lambda th, a, b: th.linalg.solve(a, b),
+              kind="other", jvp=_solve_jvp, torch=lambda th, a, b: th.linalg.solve(a, b),
               samples=lambda rng: [Sample(_mats(rng, shift=3.0), rng.standard_normal((3, 2))),
                                    Sample(_mats(rng, 2, shift=3.0), rng.standard_normal((2, 3, 1)))])
 
@@ -135,7 +155,15 @@ def _cholesky_rule(ctx, g):
     return (_lower((S + _T(S)) * 0.5, xp),)
 
 
+def _cholesky_jvp(ctx, t):
+    xp, L = ctx.xp, ctx.out  # dL = L Φ(L⁻¹ dA L⁻ᵀ), Φ: the lower triangle with its diagonal halved
+    Li = xp.inv(L)
+    X = Li @ _sym_of_lower(t, xp) @ _T(Li)
+    return L @ ((xp.tril(X) + xp.tril(X, -1)) * 0.5)
+
+
 CHOLESKY = defop("cholesky", lambda xp, x: xp.linalg.cholesky(x), _cholesky_rule, save_out=True, kind="other",
+                 jvp=_cholesky_jvp,
                  torch=lambda th, x: th.linalg.cholesky(_lsym(th, x)),
                  samples=lambda rng: [Sample(_mats(rng, spd=True)), Sample(_mats(rng, 2, n=2, spd=True))])
 
@@ -160,26 +188,47 @@ def _eigvalsh_rule(ctx, g):
     return (_lower((V * g[..., None, :]) @ _T(V), xp),)
 
 
+def _eigvalsh_jvp(ctx, t):
+    xp = ctx.xp
+    V = xp.eigh_vectors(ctx.args[0])
+    return (V * (_sym_of_lower(t, xp) @ V)).sum(axis=-2)  # dw_i = v_iᵀ dA v_i
+
+
+def _eigen_gaps(xp, x):
+    """E_ij = w_j - w_i for the eigenvalues w of ``x``; raises where eigenvalues repeat."""
+    w = xp.eigvalsh(x)
+    E = w[..., None, :] - w[..., :, None]  # 0 on the diagonal only when w is distinct
+    n = w.shape[-1]
+    if int((E == 0).sum()) > n * (E.size // (n * n) if n else 0):
+        raise ValueError("eigh: the derivative of the eigenvectors is not defined where eigenvalues repeat "
+                         f"(eigenvalues {w}); differentiate the eigenvalues alone (eigvalsh), or perturb the input")
+    return E
+
+
 def _eigh_vectors_rule(ctx, g):
     xp = ctx.xp
     V = ctx.out
-    w = xp.eigvalsh(ctx.saved[0])
-    E = w[..., None, :] - w[..., :, None]  # E_ij = w_j - w_i, 0 on the diagonal only when w is distinct
-    n = w.shape[-1]
-    if int((E == 0).sum()) > n * (E.size // (n * n) if n else 0):
-        raise ValueError("eigh: the gradient of the eigenvectors is not defined where eigenvalues repeat "
-                         f"(eigenvalues {w}); differentiate the eigenvalues alone (eigvalsh), or perturb the input")
+    E = _eigen_gaps(xp, ctx.saved[0])
     VtgV = _T(V) @ g
     skew = (VtgV - _T(VtgV)) * 0.5
     G = V @ (skew / xp.where(E == 0, 1.0, E)) @ _T(V)
     return (_lower(G, xp),)
 
 
+def _eigh_vectors_jvp(ctx, t):
+    xp, V = ctx.xp, ctx.out  # dV = V (F ∘ Vᵀ dA V), F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it
+    E = _eigen_gaps(xp, ctx.args[0])
+    M = _T(V) @ _sym_of_lower(t, xp) @ V
+    return V @ xp.where(E == 0, 0.0, M / xp.where(E == 0, 1.0, E))
+
+
 EIGVALSH = defop("eigvalsh", lambda xp, x: xp.linalg.eigvalsh(x), _eigvalsh_rule, save=(0,), kind="other",
+                 jvp=_eigvalsh_jvp,
                  torch=lambda th, x: th.linalg.eigvalsh(_lsym(th, x)),
                  samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)), Sample(rng.standard_normal((3, 3)))])
 EIGH_VECTORS = defop("eigh_vectors", lambda xp, x: xp.linalg.eigh(x)[1], _eigh_vectors_rule, save=(0,), save_out=True,
-                     kind="other", samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2))],
+                     kind="other", jvp=_eigh_vectors_jvp,
+                     samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2))],
                      torch=lambda th, x: _th_eigh(th, x))
 
 
@@ -223,6 +272,20 @@ def _qr_grad(xp, x, gQ=None, gR=None):
     return gA @ _T(xp.inv(R))
 
 
+def _qr_jvp(xp, x, t, want):
+    """JAX's qr_jvp_rule (reduced, m >= n): with C = Qᵀ dA R⁻¹ and Ω = tril(C, -1) - its transpose
+    (skew), dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R. ``want``: "Q" or "R"."""
+    m, n = x.shape[-2], x.shape[-1]
+    if m < n:
+        raise ValueError(f"qr: the derivative of a wide matrix ({m}x{n}, more columns than rows) is not supported here")
+    Q, R = xp.qr_q(x), xp.qr_r(x)
+    tRi = t @ xp.inv(R)
+    C = _T(Q) @ tRi
+    low = xp.tril(C, -1)
+    omega = low - _T(low)
+    return Q @ (omega - C) + tRi if want == "Q" else (C - omega) @ R
+
+
 def _th_qr(th, x):
     """Torch's Q and R with their signs turned to NumPy's (a constant per column of Q)."""
     Q, R = th.linalg.qr(x)
@@ -235,9 +298,11 @@ def _qr_samples(rng):
 
 
 QR_Q = defop("qr_q", lambda xp, x: xp.linalg.qr(x)[0], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gQ=g),),
-             save=(0,), kind="other", samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[0])
+             save=(0,), kind="other", jvp=lambda ctx, t: _qr_jvp(ctx.xp, ctx.args[0], t, "Q"),
+             samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[0])
 QR_R = defop("qr_r", lambda xp, x: xp.linalg.qr(x)[1], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gR=g),),
-             save=(0,), kind="other", samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[1])
+             save=(0,), kind="other", jvp=lambda ctx, t: _qr_jvp(ctx.xp, ctx.args[0], t, "R"),
+             samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[1])
 
 
 @public(QR_Q, export=False, numpy=(np.linalg.qr,))
@@ -285,6 +350,34 @@ def _svd_grad(xp, x, gU=None, gS=None, gVh=None):
     return U @ inner @ Vh
 
 
+def _svd_jvp(xp, x, t, want):
+    """JAX's svd_jvp_rule (real, reduced) for one part (``want``: "S", "U" or "Vh"): with
+    dP = Uᵀ dA V, dS = diag(dP); dU = U (F ∘ (dP S + S dPᵀ)), dV = V (F ∘ (S dP + dPᵀ S)),
+    F_ij = 1 / (s_j² - s_i²) off the diagonal (0 on it), plus the parts of dA outside U's / V's span."""
+    U, S, Vh = _svd_parts(xp, x)
+    V = _T(Vh)
+    if want == "S":
+        return (U * (t @ V)).sum(axis=-2)
+    m, n = x.shape[-2], x.shape[-1]
+    dP = _T(U) @ t @ V
+    S2 = S * S
+    E = S2[..., None, :] - S2[..., :, None]
+    F = xp.where(E == 0, 0.0, 1.0 / xp.where(E == 0, 1.0, E))
+    if want == "U":
+        dPS = dP * S[..., None, :]
+        dU = U @ (F * (dPS + _T(dPS)))
+        if m > n:
+            tV = t @ V
+            dU = dU + (tV - U @ (_T(U) @ tV)) / S[..., None, :]
+        return dU
+    SdP = S[..., :, None] * dP
+    dV = V @ (F * (SdP + _T(SdP)))
+    if m < n:
+        tU = _T(t) @ U
+        dV = dV + (tU - V @ (Vh @ tU)) / S[..., None, :]
+    return _T(dV)
+
+
 def _full_check(x, full, what):
     m, n = x.shape[-2], x.shape[-1]
     if full and m != n:
@@ -298,6 +391,7 @@ def _svd_samples(rng):
 
 SVDVALS = defop("svdvals", lambda xp, x: xp.linalg.svd(x, compute_uv=False),
                 lambda ctx, g: (_svd_grad(ctx.xp, ctx.saved[0], gS=g),), save=(0,), kind="other",
+                jvp=lambda ctx, t: _svd_jvp(ctx.xp, ctx.args[0], t, "S"),
                 torch=lambda th, x: th.linalg.svdvals(x), samples=_svd_samples)
 
 
@@ -309,6 +403,16 @@ def _svd_u_rule(ctx, g, full):
 def _svd_vh_rule(ctx, g, full):
     _full_check(ctx.saved[0], full, "Vh")
     return (_svd_grad(ctx.xp, ctx.saved[0], gVh=g),)
+
+
+def _svd_u_jvp(ctx, t, full):
+    _full_check(ctx.args[0], full, "U")
+    return _svd_jvp(ctx.xp, ctx.args[0], t, "U")
+
+
+def _svd_vh_jvp(ctx, t, full):
+    _full_check(ctx.args[0], full, "Vh")
+    return _svd_jvp(ctx.xp, ctx.args[0], t, "Vh")
 
 
 def _th_svd(th, x, full):
@@ -326,9 +430,9 @@ def _uvh_samples(rng):
 
 
 SVD_U = defop("svd_u", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full)[0], _svd_u_rule, save=(0,),
-              kind="other", samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[0])
+              kind="other", jvp=_svd_u_jvp, samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[0])
 SVD_VH = defop("svd_vh", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full)[2], _svd_vh_rule, save=(0,),
-               kind="other", samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[1])
+               kind="other", jvp=_svd_vh_jvp, samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[1])
 
 
 @public(SVDVALS, export=False, numpy=(np.linalg.svdvals,) if hasattr(np.linalg, "svdvals") else ())

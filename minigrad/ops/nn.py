@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import apply
-from ._registry import Sample, composite, defop
+from ._registry import Sample, composite, defop, linear
 from .reduce import shift_by_max, softmax_forward
 
 
@@ -33,7 +33,8 @@ def _nll_rule(ctx, g, reduction):
     return ctx.xp.nll_loss_backward(g, target, shape=ctx.meta[0][0], reduction=reduction), None
 
 
-NLL = defop("nll_loss", _nll_fwd, _nll_rule, save=(1,), kind="reduce", info=lambda reduction: {"reduction": reduction},
+NLL = defop("nll_loss", _nll_fwd, _nll_rule, save=(1,), kind="reduce", jvp=linear(0),
+            info=lambda reduction: {"reduction": reduction},
             torch=lambda th, x, t, reduction: th.nn.functional.nll_loss(x, t, reduction=reduction),
             samples=lambda rng: [Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction="mean"),
                                  Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction="none")])
@@ -52,7 +53,7 @@ def _nll_backward_rule(ctx, gg, shape, reduction):
     return ctx.xp.nll_loss(gg, target, reduction=reduction), None
 
 
-NLL_BACKWARD = defop("nll_loss_backward", _nll_backward_fwd, _nll_backward_rule, save=(1,), kind="other",
+NLL_BACKWARD = defop("nll_loss_backward", _nll_backward_fwd, _nll_backward_rule, save=(1,), kind="other", jvp=linear(0),
                      samples=lambda rng: [Sample(rng.standard_normal(4), np.array([0, 2, 1, 2]), shape=(4, 3),
                                                  reduction="none"),
                                           Sample(rng.standard_normal(()), np.array([1, 0]), shape=(2, 3),
@@ -78,7 +79,15 @@ def _bce_rule(ctx, g, reduction):
     return gx, gy
 
 
-BCE = defop("binary_cross_entropy_with_logits", _bce_fwd, _bce_rule, save=(0, 1), kind="reduce",
+def _bce_jvp(ctx, tx, ty, reduction):
+    x, y = ctx.args  # d loss = (sigmoid(x) - y) dx - x dy, elementwise, then reduced
+    d = (ctx.xp.sigmoid(x) - y) * tx if tx is not None else None
+    if ty is not None:
+        d = -x * ty if d is None else d - x * ty
+    return d.mean() if reduction == "mean" else d.sum() if reduction == "sum" else d
+
+
+BCE = defop("binary_cross_entropy_with_logits", _bce_fwd, _bce_rule, save=(0, 1), kind="reduce", jvp=_bce_jvp,
             info=lambda reduction: {"reduction": reduction},
             torch=lambda th, x, y, reduction: th.nn.functional.binary_cross_entropy_with_logits(x, y, reduction=reduction),
             samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.random((3, 4)), reduction="mean"),
@@ -134,7 +143,18 @@ def _ce_rule(ctx, g, reduction):
     return ctx.xp.cross_entropy_backward(g, x, target, ctx.aux, reduction=reduction), None
 
 
-CROSS_ENTROPY = defop("cross_entropy", _ce_fwd, _ce_rule, save=(0, 1), aux=True, kind="reduce",
+def _ce_jvp(ctx, t, _, reduction):
+    x, target = ctx.args
+    if not x.shape[0]:
+        return None
+    # d loss_row = <softmax(x) - onehot(target), t_row>: cross_entropy_backward with g = 1 (its
+    # probs, the forward's aux, are a cache: it differentiates through x)
+    if reduction == "none":
+        return (ctx.xp.cross_entropy_backward(1.0, x, target, ctx.aux, reduction="sum") * t).sum(axis=1)
+    return (ctx.xp.cross_entropy_backward(1.0, x, target, ctx.aux, reduction=reduction) * t).sum()
+
+
+CROSS_ENTROPY = defop("cross_entropy", _ce_fwd, _ce_rule, save=(0, 1), aux=True, kind="reduce", jvp=_ce_jvp,
                       info=lambda reduction: {"reduction": reduction},
                       torch=lambda th, x, t, reduction: th.nn.functional.cross_entropy(x, t, reduction=reduction),
                       samples=lambda rng: [Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction=r)
@@ -174,7 +194,21 @@ def _ce_backward_rule(ctx, gg, reduction):
     return (gg_g, gg_x, None, None)[:len(ctx.parents)]  # one per input: probs is optional
 
 
+def _ce_backward_jvp(ctx, tg, tx, *_, reduction):
+    g, x, target = ctx.args[:3]
+    xp = ctx.xp
+    d = xp.cross_entropy_backward(tg, x, target, *ctx.args[3:], reduction=reduction) if tg is not None else None
+    if tx is not None:  # linear in g; in x, (g-scaled) d softmax = p (tx - <p, tx>) per row
+        n = x.shape[0]
+        scale = g / n if reduction == "mean" else g if reduction == "sum" else g.reshape(n, 1)
+        p = xp.softmax(x, axes=(1,))
+        dx = scale * p * (tx - (p * tx).sum(axis=1, keepdims=True))
+        d = dx if d is None else d + dx
+    return d
+
+
 CE_BACKWARD = defop("cross_entropy_backward", _ce_backward_fwd, _ce_backward_rule, save=(0, 1, 2), kind="other",
+                    jvp=_ce_backward_jvp,
                     samples=lambda rng: [Sample(np.asarray(rng.standard_normal()), rng.standard_normal((4, 3)),
                                                 np.array([0, 2, 1, 2]), reduction="mean"),
                                          Sample(rng.standard_normal(4), rng.standard_normal((4, 3)),

@@ -264,8 +264,19 @@ def _std_rule(ctx, g, axes, keepdims, ddof):
     return (ctx.xp.where(zero, 0.0, g * d / (safe * (n - ddof))),)
 
 
+def _std_jvp(ctx, t, axes, keepdims, ddof):
+    x, out = ctx.args[0], ctx.out
+    n = 1
+    for a in axes:
+        n *= x.shape[a]
+    d = x - x.mean(axis=axes, keepdims=True)  # d std = sum(d t) / ((n - ddof) std), 0 where std is 0 (as the rule)
+    zero = out == 0
+    dt = (d * t).sum(axis=axes, keepdims=keepdims)
+    return ctx.xp.where(zero, 0.0, dt / (ctx.xp.where(zero, 1.0, out) * (n - ddof)))
+
+
 STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddof, keepdims=keepdims), _std_rule,
-            save=(0,), save_out=True, kind="reduce", info=_axes_info,
+            save=(0,), save_out=True, kind="reduce", info=_axes_info, jvp=_std_jvp,
             samples=lambda rng: [Sample(rng.standard_normal((3, 4)), axes=(1,), keepdims=False, ddof=0),
                                  Sample(rng.standard_normal((3, 4)), axes=(0, 1), keepdims=True, ddof=1)],
             torch=lambda th, x, axes, keepdims, ddof: x.std(dim=axes, keepdim=keepdims, correction=ddof))
@@ -295,6 +306,12 @@ def _extreme_rule(ctx, g, axes, keepdims):
     return (ctx.xp.where(mask, share, 0.0),)  # ties share the gradient evenly
 
 
+def _extreme_jvp(ctx, t, axes, keepdims):
+    x = ctx.args[0]
+    mask = x == _kept(ctx.out, x.shape, axes, keepdims)  # the mean of the tied tangents: the rule's adjoint
+    return ctx.xp.where(mask, t, 0.0).sum(axis=axes, keepdims=keepdims) / mask.sum(axis=axes, keepdims=keepdims)
+
+
 def _extreme_samples(rng):
     return [Sample(rng.permutation(24).reshape(2, 3, 4) * 0.1, axes=(1,), keepdims=False),
             Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True)]
@@ -305,7 +322,7 @@ def _extreme_op(name, numpy_fn):
         return (x.max if name == "max" else x.min)(axes, None, keepdims)
 
     op = defop(name, fwd, _extreme_rule, save=(0,), save_out=True, kind="reduce", samples=_extreme_samples,
-               info=_axes_info,
+               info=_axes_info, jvp=_extreme_jvp,
                torch=lambda th, x, axes, keepdims: getattr(th, "amax" if name == "max" else "amin")(x, axes, keepdims))
 
     pair = namedtuple(name, ["values", "indices"])  # PyTorch's torch.return_types.max / min
@@ -426,7 +443,13 @@ def _lse_rule(ctx, g, axes, keepdims):
     return (_kept(g, shape, axes, keepdims) * ctx.xp.exp(x - _kept(ctx.out, shape, axes, keepdims)),)
 
 
+def _lse_jvp(ctx, t, axes, keepdims):
+    x = ctx.args[0]
+    return (ctx.xp.exp(x - _kept(ctx.out, x.shape, axes, keepdims)) * t).sum(axis=axes, keepdims=keepdims)
+
+
 LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, kind="reduce", info=_axes_info,
+                  jvp=_lse_jvp,
                   samples=_reduce_samples, torch=lambda th, x, axes, keepdims: th.logsumexp(x, axes, keepdims))
 
 
@@ -458,11 +481,17 @@ def _softmax_rule(ctx, g, axes):
     return (y * (g - (g * y).sum(axis=axes, keepdims=True)),)
 
 
+def _softmax_jvp(ctx, t, axes):
+    y = ctx.out
+    return y * (t - (y * t).sum(axis=axes, keepdims=True))
+
+
 def _axis_samples(rng):
     return [Sample(rng.standard_normal((3, 4)), axes=(1,)), Sample(rng.standard_normal((2, 3, 4)), axes=(0, 2))]
 
 
 SOFTMAX = defop("softmax", softmax_forward, _softmax_rule, save_out=True, kind="reduce", samples=_axis_samples,
+                jvp=_softmax_jvp,
                 info=lambda axes: {"axis": axes[0] if len(axes) == 1 else axes},
                 torch=lambda th, x, axes: (x - th.logsumexp(x, axes, True)).exp())
 
@@ -487,7 +516,12 @@ def _log_softmax_rule(ctx, g, axes):
     return (g - ctx.xp.exp(ctx.out) * g.sum(axis=axes, keepdims=True),)
 
 
+def _log_softmax_jvp(ctx, t, axes):
+    return t - (ctx.xp.exp(ctx.out) * t).sum(axis=axes, keepdims=True)
+
+
 LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out=True, kind="reduce",
+                    jvp=_log_softmax_jvp,
                     info=lambda axes: {"axis": axes[0] if len(axes) == 1 else axes},
                     samples=_axis_samples, torch=lambda th, x, axes: x - th.logsumexp(x, axes, True))
 

@@ -8,7 +8,7 @@ from .._util import NOARG
 from ..engine import apply
 from ..errors import named
 from ..tensor import Tensor
-from ._registry import Sample, as_tensor, composite, defop, public
+from ._registry import Sample, as_tensor, composite, defop, linear, public
 from .reduce import _axes_info, _kept, max as _max, min as _min, normalize_axis, result_dtype, sum as _sum
 from .elementwise import where as _where
 
@@ -42,6 +42,16 @@ def _prod_rule(ctx, g, axes, keepdims, dtype=None):
     return (g * xp.where(zero, xp.where(single, others, 0.0), out / safe),)
 
 
+def _prod_jvp(ctx, t, axes, keepdims, dtype=None):
+    x, xp = ctx.args[0], ctx.xp
+    out = _kept(ctx.out, x.shape, axes, keepdims)
+    zero = x == 0  # the rule's partial derivatives (exact at zeros), summed against the tangent
+    safe = xp.where(zero, 1.0, x)
+    single = zero.sum(axis=axes, keepdims=True) == 1
+    partial = xp.where(zero, xp.where(single, safe.prod(axis=axes, keepdims=True), 0.0), out / safe)
+    return (partial * t).sum(axis=axes, keepdims=keepdims)
+
+
 def _prod_samples(rng):
     x = rng.uniform(0.5, 1.5, (2, 3, 4)) * rng.choice([-1, 1], (2, 3, 4))
     z = x.copy()
@@ -53,7 +63,7 @@ def _prod_samples(rng):
 
 
 PROD = defop("prod", _prod_fwd, _prod_rule, save=(0,), save_out=True, kind="reduce", info=_axes_info,
-             samples=_prod_samples, torch=_torch_prod)
+             jvp=_prod_jvp, samples=_prod_samples, torch=_torch_prod)
 
 
 @public(PROD, method="prod", numpy=(np.prod,))
@@ -89,6 +99,10 @@ def _cumprod_rule(ctx, g, axis, dtype=None):
     return (ctx.xp.cumsum((g * ctx.out)[r], axis=axis)[r] / x,)
 
 
+def _cumprod_jvp(ctx, t, axis, dtype=None):
+    return ctx.out * ctx.xp.cumsum(t / ctx.args[0], axis=axis)  # d out_k = out_k sum_{i <= k} t_i / x_i
+
+
 def _scan_samples(rng):
     x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1, 1], (3, 4))
     return [Sample(x, axis=1), Sample(x, axis=0), Sample(rng.uniform(0.5, 1.5, (2, 3, 2)), axis=-1 + 3),
@@ -96,11 +110,11 @@ def _scan_samples(rng):
 
 
 CUMSUM = defop("cumsum", lambda xp, x, axis, dtype=None: xp.cumsum(x, axis=axis, dtype=dtype), _cumsum_rule,
-               kind="reduce", info=lambda axis, dtype=None: {"axis": axis}, samples=_scan_samples,
+               kind="reduce", jvp=linear(0), info=lambda axis, dtype=None: {"axis": axis}, samples=_scan_samples,
                torch=lambda th, x, axis, dtype=None: th.cumsum(x, axis))
 CUMPROD = defop("cumprod", lambda xp, x, axis, dtype=None: xp.cumprod(x, axis=axis, dtype=dtype), _cumprod_rule,
                 save=(0,), save_out=True, kind="reduce", info=lambda axis, dtype=None: {"axis": axis},
-                samples=_scan_samples, torch=lambda th, x, axis, dtype=None: th.cumprod(x, axis))
+                jvp=_cumprod_jvp, samples=_scan_samples, torch=lambda th, x, axis, dtype=None: th.cumprod(x, axis))
 
 
 def _scan(op, x, axis, dtype):
