@@ -56,6 +56,8 @@ class Levels:
                 if isinstance(a, Tensor):
                     fw = a._fw
                     t = None if fw is None else fw.get(level)
+                    if t is None and a._base is not None:  # a view taken before its base was written
+                        t = _from_base(a, level)
                     if t is not None:
                         if ts is None:
                             ts, tds = [None] * len(args), [None] * len(args)
@@ -213,7 +215,7 @@ def elementwise(ctx, *ts, **params):
         if op.broadcast and t.shape != ctx.out.shape:
             t = xp.broadcast_to(t, ctx.out.shape)
         ctx.parents = _ONLY[n][i]
-        ctx.saved = saved if not op.cross else tuple([None if j == i else v for j, v in zip(save, saved)])
+        ctx.saved = saved if not op.cross else tuple([None if j == i else v for j, v in zip(save, saved, strict=False)])
         d = op.rule(ctx, t, **params)[i]
         if d is not None:
             total = d if total is None else total + d
@@ -405,10 +407,9 @@ def tangent_of(t, level):
 # ---------------------------------------------------------------------------
 
 
-def write_tangents(t, r, positions):
+def write_tangents(t, r):
     """``t``'s storage now holds ``r``'s values: at each level, ``r``'s tangent is written into
-    ``t``'s, in place, so the tangents of ``t``'s views and base see it as their values do.
-    ``positions(view, base)`` gives a view's flat positions in its base (ops/inplace.py)."""
+    ``t``'s, in place, so the tangents of ``t``'s views and base see it as their values do."""
     fw = _state.get().fw
     if fw is None:
         return
@@ -417,40 +418,58 @@ def write_tangents(t, r, positions):
         if new is None and cur is None:
             continue
         if cur is None:
-            cur = _zero_tangent(t, level, positions)
+            cur = _zero_tangent(t, level)
         if new is None:
             cur.data[...] = 0
         elif getattr(getattr(cur.data, "flags", None), "writeable", True):
             cur.data[...] = new.data
-            cur._fw = new._fw  # (nested levels: the tangent's own tangents)
             cur._storage.version += 1
+            if new._fw is not None or cur._fw is not None:
+                write_tangents(cur, new)  # the tangent's own tangents (outer levels), in place too
         else:  # a read-only tangent (a broadcast one given to make_dual): t gets a copy of its own
             _set(t, level, new.clone())
 
 
-def _zero_tangent(t, level, positions):
+def _zero_tangent(t, level):
     """A zero tangent for ``t`` at ``level``; for a view, a view of its base's tangent (made
-    zero and C-ordered where the base has none), so that a write through the view reaches it."""
-    xp = _be.array_module(t.data)
+    zero where the base has none), so that a write through the view reaches it."""
     base = t._base
-    if base is None or base.data.size == 0:
-        z = wrap(xp.zeros(t.shape, dtype=t.dtype))
+    if base is None or base.data.size == 0 or not _shares(t.data, base.data):
+        z = wrap(_be.array_module(t.data).zeros(t.shape, dtype=t.dtype))
         _set(t, level, z)
         return z
+    if tangent_of(base, level) is None:
+        _set(base, level, wrap(_be.array_module(base.data).zeros(base.shape, dtype=base.dtype)))
+    return _view_tangent(t, base, level)
+
+
+def _view_tangent(v, base, level):
+    """The tangent of the view ``v`` as the view of its base's tangent at ``v``'s positions (the
+    base's tangent made C-ordered first, if it is not)."""
     bt = tangent_of(base, level)
-    if bt is None or not bt.data.flags.c_contiguous:
-        bt = wrap(xp.zeros(base.shape, dtype=base.dtype) if bt is None else xp.ascontiguousarray(bt.data))
+    xp = _be.array_module(bt.data)
+    if not bt.data.flags.c_contiguous:
+        bt = wrap(xp.ascontiguousarray(bt.data))
         _set(base, level, bt)
-    pos = positions(t.data, base.data)
-    idx = [0] * pos.ndim
+    pos = _k.view_positions(v.data, base.data).reshape(-1)
     strides = []
-    for k, n in enumerate(pos.shape):  # the view's strides in its base, read off its positions
-        if n > 1:
-            idx[k] = 1
-            strides.append(int(pos[tuple(idx)]) - int(pos.flat[0]))
-            idx[k] = 0
-        else:
-            strides.append(0)
-    z = wrap(_k.as_strided(bt.data.reshape(-1), int(pos.flat[0]) if pos.size else 0, t.shape, strides))
-    _set(t, level, z)
+    step = 1
+    for n in reversed(v.shape):  # the view's strides in its base, read off its positions
+        strides.append(int(pos[step] - pos[0]) if n > 1 else 0)
+        step *= n
+    z = wrap(_k.as_strided(bt.data.reshape(-1), int(pos[0]) if pos.size else 0, v.shape, strides[::-1]))
+    _set(v, level, z)
     return z
+
+
+def _shares(a, b):
+    return a.size > 0 and bool(_be.array_module(b).may_share_memory(a, b))
+
+
+def _from_base(a, level):
+    """A view that carries no tangent of a base that does (the base got it by a write after the
+    view was taken): the view of the base's tangent. None when there is none."""
+    base = a._base
+    if tangent_of(base, level) is None or a.data.dtype.kind != "f" or not _shares(a.data, base.data):
+        return None
+    return _view_tangent(a, base, level)

@@ -98,3 +98,29 @@ def data_ptr(a) -> int:
     if ai is not None:
         return ai["data"][0]
     return a.data.ptr
+
+
+def overlapping(a) -> bool:
+    """Several elements on one memory location (a zero stride on a dim longer than 1)."""
+    return any(s == 0 and n > 1 for n, s in zip(a.shape, a.strides, strict=False))
+
+
+def view_positions(v, b):
+    """Flat (C-order) index in ``b`` of every element of its view ``v``: an int64 array of ``v``'s shape."""
+    xp = _be.array_module(b)
+    isz = b.itemsize
+    if v.size == 0:
+        return xp.zeros(v.shape, dtype=np.int64)
+    bst = tuple(s // isz for s in b.strides)
+    vst = tuple(s // isz for s in v.strides)
+    lo = sum((n - 1) * s for n, s in zip(b.shape, bst, strict=False) if s < 0)
+    hi = sum((n - 1) * s for n, s in zip(b.shape, bst, strict=False) if s > 0)
+    if overlapping(b):
+        raise RuntimeError("in-place write through a view of a broadcast tensor: clone the base first")
+    tag = xp.full(hi - lo + 1, -1, dtype=np.int64)  # one cell per memory location the base spans
+    as_strided(tag, -lo, b.shape, bst)[...] = xp.arange(b.size, dtype=np.int64).reshape(b.shape)
+    off = (data_ptr(v) - data_ptr(b)) // isz - lo
+    pos = as_strided(tag, off, v.shape, vst).copy()
+    if bool((pos < 0).any()):
+        raise RuntimeError("internal error: a view reaches memory its base does not hold")
+    return pos

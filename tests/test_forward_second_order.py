@@ -95,14 +95,7 @@ CASES = {
     "fill_copy": _fill_copy,
 }
 
-# forward_ad.write_tangents replaces a written tangent's own tangents (cur._fw = new._fw) instead
-# of writing them into it, so a write through a view loses the second-order part at the base
-_NESTED_WRITE = pytest.mark.xfail(strict=True, reason="forward_ad.write_tangents: nested tangents of a write "
-                                  "through a view do not reach the base")
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=_NESTED_WRITE) if n in ("view_write", "fill_copy") else n
-                                  for n in CASES])
+@pytest.mark.parametrize("name", list(CASES))
 def test_forward_over_forward(name):
     fn = CASES[name]
     rng = np.random.default_rng(1)

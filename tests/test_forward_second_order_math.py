@@ -9,13 +9,10 @@ device under test, against central differences of first-order results:
 - forward over reverse: the tangent of a gradient (a Hessian-vector product), against the
   difference of the gradient along ``u``.
 
-The second-order checks run the rules on Tensors, so they also need the forward-mode rules of the
-ops those rules call (reshape, permute, matmul...): where one of those is missing, the check skips,
-naming it. Forward over reverse through an op whose rule reads its output (``ctx.out``) also needs
-the engine to hand the rule that output with its tangents: where it does not (``_OUT_KEEPS_TANGENT``),
-a failing check is an expected failure, saying so.
+The second-order checks run the rules on Tensors, so they also exercise the forward-mode rules of
+the ops those rules call (reshape, permute, matmul...), and, forward over reverse, a rule that
+reads its output (``ctx.out``) sees that output with its tangents.
 """
-import re
 
 import numpy as np
 import pytest
@@ -92,17 +89,6 @@ def _hvp(fn, xs, diff, us, v):
         return out
 
 
-def _skip_if_elsewhere(check, *args):
-    """``check(*args)``, skipped where it needs the forward-mode rule of an op not in OURS."""
-    try:
-        return check(*args)
-    except RuntimeError as e:
-        m = re.search(r"op '(\w+)' has no forward-mode rule", str(e))
-        if m is None or m.group(1) in OURS:
-            raise
-        pytest.skip(f"needs the forward-mode rule of {m.group(1)!r}, not written yet")
-
-
 @pytest.mark.parametrize("name", OURS)
 def test_jvp_on_arrays_matches_finite_differences(name, device):
     rng = np.random.default_rng(1)
@@ -120,23 +106,10 @@ def test_forward_over_forward(name, device):
     for sample, fn, xs, diff in _cases(name, device, requires_grad=False):
         us = [_randn(rng, xs[i], device) for i in diff]
         ws = [_randn(rng, xs[i], device) for i in diff]
-        got = _skip_if_elsewhere(_fof, fn, xs, diff, us, ws)
+        got = _fof(fn, xs, diff, us, ws)
         plus, minus = _jvp(fn, _shift(xs, diff, us, EPS), diff, ws), _jvp(fn, _shift(xs, diff, us, -EPS), diff, ws)
         num = (plus - minus) / (2 * EPS)
         np.testing.assert_allclose(got, num, rtol=1e-5, atol=1e-6, err_msg=f"{name} {sample}")
-
-
-def _out_keeps_tangent():
-    """Whether a gradient rule's ``ctx.out`` carries the output's tangent in a backward inside a dual
-    level (exp's rule reads its output: the tangent of exp's gradient is exp(x) u)."""
-    x = mg.tensor([0.5], dtype=mg.float64, requires_grad=True)
-    with fwAD.dual_level():
-        d = fwAD.make_dual(x, mg.ones_like(x))
-        (g,) = mg.grad(mg.exp(d).sum(), d)
-        return fwAD.unpack_dual(g).tangent is not None
-
-
-_OUT_KEEPS_TANGENT = _out_keeps_tangent()
 
 
 def _grads_at(fn, xs, diff, us, s, v):
@@ -154,13 +127,7 @@ def test_forward_over_reverse(name, device):
         us = [_randn(rng, xs[i], device) for i in diff]
         with mg.no_grad():
             v = _randn(rng, fn(*xs), device)
-        got = _skip_if_elsewhere(_hvp, fn, xs, diff, us, v)
+        got = _hvp(fn, xs, diff, us, v)
         plus, minus = _grads_at(fn, xs, diff, us, EPS, v), _grads_at(fn, xs, diff, us, -EPS, v)
         for g, p, m in zip(got, plus, minus, strict=True):
-            try:
-                np.testing.assert_allclose(g, (p - m) / (2 * EPS), rtol=1e-5, atol=1e-6, err_msg=f"{name} {sample}")
-            except AssertionError:
-                if _OUT_KEEPS_TANGENT:
-                    raise
-                pytest.xfail("engine.Node.out wraps the saved output array without its tangents: a rule that "
-                             "reads ctx.out sees it constant in a backward inside a dual level")
+            np.testing.assert_allclose(g, (p - m) / (2 * EPS), rtol=1e-5, atol=1e-6, err_msg=f"{name} {sample}")

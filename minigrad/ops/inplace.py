@@ -65,7 +65,8 @@ import numpy as np
 
 from .. import _state
 from .. import backend as _be
-from .. import kernels as _k
+from ..kernels import overlapping as _overlapping
+from ..kernels import view_positions as _positions
 from ..engine import Op, apply, const, edge
 from ..forward_ad import write_tangents
 from ..tensor import Tensor, wrap
@@ -79,11 +80,6 @@ from .indexing import _ARRAY
 def _self(t, op):
     if not isinstance(t, Tensor):
         raise TypeError(f"{op}: expected a Tensor to write into, got {type(t).__name__}")
-
-
-def _overlapping(a) -> bool:
-    """Several elements on one memory location (a zero stride on a dim longer than 1)."""
-    return any(s == 0 and n > 1 for n, s in zip(a.shape, a.strides, strict=False))
 
 
 def _readonly(a) -> bool:
@@ -324,7 +320,7 @@ def _store(t, r, name, check):
         _state.kernel(_assign, t, r.data)  # a captured step (mg.compile) writes again on each replay
     t._storage.version += 1
     if r._fw is not None or t._fw is not None:
-        write_tangents(t, r, _positions)
+        write_tangents(t, r)
     return t
 
 
@@ -409,24 +405,3 @@ def _promote_views(root, done):
             continue
         if v.data.dtype.kind == "f" and _shares(v.data, root.data):
             view_history(v, root, _positions(v.data, root.data))
-
-
-def _positions(v, b):
-    """Flat (C-order) index in ``b`` of every element of its view ``v``: an int64 array of ``v``'s shape."""
-    xp = _be.array_module(b)
-    isz = b.itemsize
-    if v.size == 0:
-        return xp.zeros(v.shape, dtype=np.int64)
-    bst = tuple(s // isz for s in b.strides)
-    vst = tuple(s // isz for s in v.strides)
-    lo = sum((n - 1) * s for n, s in zip(b.shape, bst, strict=False) if s < 0)
-    hi = sum((n - 1) * s for n, s in zip(b.shape, bst, strict=False) if s > 0)
-    if _overlapping(b):
-        raise RuntimeError("in-place write through a view of a broadcast tensor: clone the base first")
-    tag = xp.full(hi - lo + 1, -1, dtype=np.int64)  # one cell per memory location the base spans
-    _k.as_strided(tag, -lo, b.shape, bst)[...] = xp.arange(b.size, dtype=np.int64).reshape(b.shape)
-    off = (_k.data_ptr(v) - _k.data_ptr(b)) // isz - lo
-    pos = _k.as_strided(tag, off, v.shape, vst).copy()
-    if bool((pos < 0).any()):
-        raise RuntimeError("internal error: a view reaches memory its base does not hold")
-    return pos
