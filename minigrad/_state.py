@@ -24,7 +24,7 @@ from contextvars import ContextVar
 
 
 class Mode:
-    """What apply and backward read on every op: ``grad`` (record?), ``observers``, and ``fw``
+    """What run_op and backward read on every op: ``grad`` (record?), ``observers``, and ``fw``
     (forward mode's active dual levels, or None)."""
 
     __slots__ = ("grad", "observers", "fw")
@@ -79,7 +79,7 @@ def reset(token) -> None:
 
 
 # ---------------------------------------------------------------------------
-# capture (mg.compile): array steps that run outside ``apply``, and what cannot be replayed
+# capture (mg.compile): array steps that run outside ``run_op``, and what cannot be replayed
 # ---------------------------------------------------------------------------
 # How many captures are under way, in any thread: a hint that lets the hot paths below skip
 # the ContextVar when nobody captures. The capture itself is per thread (an observer in the
@@ -98,7 +98,7 @@ def capture():
 
 
 def kernel(fn, *args):
-    """``fn(*args)``: an array step that does not go through ``apply`` (a random draw, a gradient
+    """``fn(*args)``: an array step that does not go through ``run_op`` (a random draw, a gradient
     added into ``.grad``, an optimizer's update). A capture records it, to call it again on
     replay with the arguments of that moment (arrays it made, tensors and objects it reads live)."""
     if active:

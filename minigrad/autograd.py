@@ -1,6 +1,6 @@
 """``mg.autograd``: the public face of the tape.
 
-The engine itself (Node, apply, backward, grad, grad mode) lives in ``minigrad/engine.py``;
+The engine itself (Node, run_op, backward, grad, grad mode) lives in ``minigrad/engine.py``;
 user-defined ops in ``function.py``; the printable tape in ``tape.py``; the profile in
 ``profile.py``; anomaly mode in ``anomaly.py``; the per-op gradient check in ``check.py``.
 This module only gathers their public names.

@@ -132,7 +132,7 @@ class Capture:
         return out
 
     def kernel(self, fn, args):
-        """An array step outside apply (``_state.kernel``): call it, and write it down whole."""
+        """An array step outside run_op (``_state.kernel``): call it, and write it down whole."""
         if self.paused:
             return fn(*args)
         ins = [self._kernel_arg(a) for a in args]
@@ -303,7 +303,7 @@ def _literal(v):
 
 
 def _array_of(out):
-    """``out`` as apply keeps it: a NumPy scalar becomes a 0-d array (True: it was converted)."""
+    """``out`` as run_op keeps it: a NumPy scalar becomes a 0-d array (True: it was converted)."""
     if isinstance(out, np.generic):
         return np.asarray(out), True
     return out, False

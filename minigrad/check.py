@@ -8,7 +8,7 @@ operands (values copied, floating ones as float64), its parameters, and the user
 direction ``u`` per differentiable input; the analytic value is ``<rule's gradient for v, u>``,
 the numeric one ``<(f(x + eps u) - f(x - eps u)) / 2 eps, v>``; they agree when
 ``|analytic - numeric| <= atol + rtol |numeric|``. Each op is re-run on fresh leaves:
-registered ops through ``engine.apply(node.opdef, ...)``, ``autograd.Function`` subclasses
+registered ops through ``engine.run_op(node.opdef, ...)``, ``autograd.Function`` subclasses
 through ``cls.apply`` (so their own ``forward``/``backward`` are what is checked).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from . import _state
 from .anomaly import fmt_where, user_where
 from .backend import array_module, to_numpy
 from .backward import _collect, grad as _grad
-from .engine import apply
+from .engine import run_op
 from .grad_mode import enable_grad, no_grad
 from .tensor import Tensor, wrap
 
@@ -189,7 +189,7 @@ def _run(call, vals, diff, need_grad):
         uargs = [targs[v] if k == "A" else v for k, v in p["args"]]
         out = p["cls"].apply(*uargs, **p["kwargs"])
     else:
-        out = apply(call.node.opdef, *targs, **p)
+        out = run_op(call.node.opdef, *targs, **p)
     outs = [out] if isinstance(out, Tensor) else list(out)
     return outs, leaves
 

@@ -7,9 +7,9 @@ call for an input signature runs eagerly while a capture (an observer in this th
 
 What the capture sees:
 
-- every op's forward, through ``engine.apply`` (the ops inside gradient rules too: a first-order
+- every op's forward, through ``engine.run_op`` (the ops inside gradient rules too: a first-order
   rule is Tensor ops with recording off, so backward is a list of forwards like any other);
-- every array step that does not go through ``apply``, through ``_state.kernel``: gradients
+- every array step that does not go through ``run_op``, through ``_state.kernel``: gradients
   summed and added into ``.grad``, random draws, ``mg.zeros`` and friends, ``Tensor(...)``,
   the optimizer's ``step``, ``zero_grad``, a scheduler's ``step``. A kernel is called again on
   replay with the arguments of that moment: an optimizer reads its ``lr`` and state then;

@@ -1,4 +1,4 @@
-"""The tape: how an op is defined (``Op``), the one ``apply`` that runs and records every op,
+"""The tape: how an op is defined (``Op``), the one ``run_op`` that runs and records every op,
 and the backward engine.
 
 An op is its forward over backend arrays, ``forward(xp, *arrays, **params)``, beside its
@@ -8,7 +8,7 @@ asked to keep) and ``ctx.out`` (the output) are backend arrays in a first-order 
 and Tensors when a higher derivative is taken, so the same text records a new graph
 (see "what a rule calls" below, and docs/architecture.md).
 
-``apply(op, *args, **params)`` runs the forward, wraps the result, and records a Node when
+``run_op(op, *args, **params)`` runs the forward, wraps the result, and records a Node when
 this thread records (``minigrad._state``) and an input requires grad. Every op goes
 through it: the registered ones, ``autograd.Function``, in-place writes and sparse ops.
 
@@ -41,7 +41,7 @@ _new = object.__new__
 
 class Op:
     """The engine's record of one operation: a forward over backend arrays, its gradient rule,
-    and what ``apply`` and backward read. (What the rest of minigrad derives from an op, its
+    and what ``run_op`` and backward read. (What the rest of minigrad derives from an op, its
     public function, methods, NumPy names, samples and torch oracle, is its registry entry:
     ``ops/_registry.py``.)
 
@@ -62,7 +62,7 @@ class Op:
         kind: how pictures draw it: "elementwise", "reduce", "broadcast", "view", "other".
         info: ``info(**params) -> dict`` the attributes the tape and pictures show (axis...).
         ufunc: the name of the NumPy/CuPy function the forward amounts to (``"add"``:
-            ``forward(xp, x, y)`` is ``xp.add(x, y)``): apply calls ``np.<ufunc>`` directly on NumPy
+            ``forward(xp, x, y)`` is ``xp.add(x, y)``): run_op calls ``np.<ufunc>`` directly on NumPy
             arrays (no Python frame for the forward), a replay (``mg.compile``) on any.
         arrays: the rule is written in the array API (``ctx.xp``, operators, array methods): a
             first-order backward runs it on backend arrays. False: it is handed Tensors always
@@ -92,7 +92,7 @@ class Op:
         self.n_out = n_out
         self.info = info       # info(**params) -> the attributes the tape and pictures show
         self.ufunc = ufunc
-        self.np_ufunc = getattr(np, ufunc) if ufunc else None  # what apply calls on NumPy arrays
+        self.np_ufunc = getattr(np, ufunc) if ufunc else None  # what run_op calls on NumPy arrays
         self.arrays = arrays
         self.jvp = jvp
 
@@ -190,7 +190,7 @@ class Node:
 
 
 # ---------------------------------------------------------------------------
-# apply: run an op, wrap its result, record it
+# run_op: run an op, wrap its result, record it
 # ---------------------------------------------------------------------------
 
 def const(v, op: str):
@@ -245,7 +245,7 @@ def edge(x):
     return n if x._oidx == 0 else (n, x._oidx)
 
 
-def apply(op: Op, *args, **params):
+def run_op(op: Op, *args, **params):
     """Run ``op`` on ``args`` (Tensors or constants) and record it when needed.
 
     Returns the output Tensor (a tuple of them for an op with several outputs).
@@ -485,7 +485,7 @@ def _note_plain_view(v):
 # where NumPy has one, else the registered op of that name, called with its forward's
 # parameters. In a first-order backward ``xp`` is an ``ArrayNamespace`` over the backend module
 # (NumPy, CuPy), so the rule costs its array calls; when a higher derivative is taken (or a
-# capture watches), ``xp`` is ``TENSORS`` and every call records through ``apply``.
+# capture watches), ``xp`` is ``TENSORS`` and every call records through ``run_op``.
 
 
 class ArrayNamespace:
@@ -494,7 +494,7 @@ class ArrayNamespace:
     def __init__(self, module):
         self._module = module
 
-    def apply(self, op, *args, **params):
+    def run_op(self, op, *args, **params):
         """Run ``op`` on arrays: its forward (the escape from a name NumPy also uses, ``einsum``)."""
         return op.forward(self._module, *args, **params)
 
@@ -514,9 +514,9 @@ class TensorNamespace:
     """``xp`` for a rule on Tensors: minigrad's function of each NumPy name, and each op applied."""
 
     @staticmethod
-    def apply(op, *args, **params):
+    def run_op(op, *args, **params):
         """Run ``op`` on Tensors: recorded when this thread records."""
-        return apply(op, *args, **params)
+        return run_op(op, *args, **params)
 
     def __getattr__(self, name):
         fn = None
@@ -524,7 +524,7 @@ class TensorNamespace:
             fn = FUNCTIONS.get(name)
         op = OPS.get(name)
         if fn is None and op is not None and op.forward is not None:
-            fn = functools.partial(apply, op)
+            fn = functools.partial(run_op, op)
         if fn is None:
             raise AttributeError(f"a gradient rule called xp.{name}, which minigrad cannot record: no "
                                  "differentiable function of that name, so a higher derivative would miss it")
@@ -560,3 +560,7 @@ class ArrayCtx:
 
 
 Node.xp = TENSORS
+
+# the entry point's old name, still imported by branches written before the rename (func.py,
+# tests/test_registry.py, check.py's rework); remove once they say run_op
+apply = run_op

@@ -1,7 +1,7 @@
 """Forward mode: dual tensors, and the tangents that travel with every op (``mg.autograd.forward_ad``).
 
 Inside ``with dual_level():``, ``make_dual(x, u)`` is ``x`` carrying the tangent ``u``. Every op
-that reads a dual tensor computes its output's tangent as it runs: ``apply`` hands the op to
+that reads a dual tensor computes its output's tangent as it runs: ``run_op`` hands the op to
 the active ``Levels`` (``carry``), which calls the op's forward-mode rule (``Op.jvp``). One pass,
 no reverse pass; ``unpack_dual(y)`` reads ``(primal, tangent)``.
 
@@ -26,7 +26,7 @@ import numpy as np
 from . import _state
 from . import backend as _be
 from . import kernels as _k
-from .engine import TENSORS, Op, _positions, apply, array_namespace
+from .engine import TENSORS, Op, _positions, run_op, array_namespace
 from .tensor import Tensor, wrap
 
 _ids = itertools.count(1)
@@ -35,7 +35,7 @@ _new = object.__new__
 
 
 class Levels:
-    """The dual levels active in this thread, outermost first. ``apply`` calls ``carry``."""
+    """The dual levels active in this thread, outermost first. ``run_op`` calls ``carry``."""
 
     __slots__ = ("ids", "duals")
 
@@ -243,7 +243,7 @@ def linear(*positions):
         xs = list(ctx.args)
         for i in at:
             xs[i] = ts[i] if ts[i] is not None else ctx.xp.zeros_like(ctx.args[i])
-        return ctx.xp.apply(ctx.op, *xs, **params)
+        return ctx.xp.run_op(ctx.op, *xs, **params)
 
     jvp.derived = "linear"
     return jvp
@@ -258,7 +258,7 @@ def multilinear(*positions):
             if ts[i] is not None:
                 xs = list(ctx.args)
                 xs[i] = ts[i]
-                d = ctx.xp.apply(ctx.op, *xs, **params)
+                d = ctx.xp.run_op(ctx.op, *xs, **params)
                 total = d if total is None else total + d
         return total
 
@@ -340,7 +340,7 @@ def make_dual(primal, tangent, *, level=None):
     token = _state.set_levels(Levels(tuple(i for i in fw.ids if i < level), fw.duals) if fw.ids[0] < level
                               else None)
     try:
-        d = apply(_ALIAS, primal)  # the outer levels' tangents ride along
+        d = run_op(_ALIAS, primal)  # the outer levels' tangents ride along
     finally:
         _state.reset(token)
     _set(d, level, tangent)
@@ -390,7 +390,7 @@ def unpack_dual(tensor, *, level=None):
     outer = tuple(i for i in fw.ids if i < level)
     token = _state.set_levels(Levels(outer, fw.duals) if outer else None)
     try:
-        p = apply(_ALIAS, tensor)
+        p = run_op(_ALIAS, tensor)
     finally:
         _state.reset(token)
     return UnpackedDualTensor(p, t)

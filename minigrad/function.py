@@ -1,11 +1,11 @@
 """User-defined ops, PyTorch's habit: subclass ``mg.autograd.Function`` with static ``forward(ctx,
 *args)`` and ``backward(ctx, *grads)``, call ``.apply``. A Function runs through the same
-``engine.apply`` as every built-in op: one Node, named after the class."""
+``engine.run_op`` as every built-in op: one Node, named after the class."""
 from __future__ import annotations
 
 from . import _state
 from . import backend as _be
-from .engine import Op, apply
+from .engine import Op, run_op
 from .tensor import Tensor, wrap
 
 _OUTPUT = object()  # marks a saved output: kept as (marker, index), never as the Tensor (no cycle)
@@ -151,7 +151,7 @@ class Function:
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
-        res = apply(cls._op(), *_positional(args), cls=cls, ctx=ctx, args=args, kwargs=kwargs)
+        res = run_op(cls._op(), *_positional(args), cls=cls, ctx=ctx, args=args, kwargs=kwargs)
         outs = (res,) if isinstance(res, Tensor) else tuple(res)
         ctx._outs = tuple(o.data for o in outs)
         ctx._out_meta = tuple((o.shape, o.dtype) for o in outs)
@@ -177,5 +177,5 @@ class Function:
 
 
 def _positional(args):
-    """The arguments apply sees: Tensors as they are, anything else as a constant placeholder."""
+    """The arguments run_op sees: Tensors as they are, anything else as a constant placeholder."""
     return tuple(a if isinstance(a, Tensor) else 0 for a in args)

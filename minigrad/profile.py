@@ -1,7 +1,7 @@
 """Per-op profile: ``with mg.autograd.profile() as p: ...`` then ``print(p.table())``.
 
 While its block runs, a profile is an observer in this thread's Mode (the protocol is in
-``_state.py``): ``engine.apply`` times each op's forward and reports it (``forward``, once
+``_state.py``): ``engine.run_op`` times each op's forward and reports it (``forward``, once
 per call) and reports each Node it records (``recorded``: the bytes saved for backward);
 backward times every gradient rule (``backward``). Outside a profile nothing is timed: the
 engine reads the Mode's empty tuple of observers and goes on.

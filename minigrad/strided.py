@@ -43,7 +43,7 @@ import numpy as np
 
 from .backend import array_module
 from .kernels import as_strided, data_ptr as _ptr
-from .engine import apply
+from .engine import run_op
 from .errors import AxisError
 from .ops._registry import Sample, defop, linear
 from .tensor import Tensor
@@ -251,7 +251,7 @@ def layout(x):
 # -- sliding windows: a differentiable view ------------------------------------------------------------
 # ``windows`` is a view made by as_strided; its gradient is an overlap-add (every window's gradient
 # added back where the window lies), and the overlap-add's gradient is windows again, so the pair
-# gives derivatives of every order. Both are registered ops (``mg.ops.registry()``), run by ``apply``.
+# gives derivatives of every order. Both are registered ops (``mg.ops.registry()``), run by ``run_op``.
 
 __all__ += ["windows"]
 
@@ -402,4 +402,4 @@ def windows(x, window_shape, axes=None, step=1, dilation=1):
     if not isinstance(x, Tensor):
         x = Tensor(x)
     spec = _window_spec(x.shape, window_shape, axes, step, dilation)
-    return apply(WINDOWS, x, spec=spec)
+    return run_op(WINDOWS, x, spec=spec)

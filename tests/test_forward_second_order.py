@@ -8,7 +8,7 @@ import minigrad as mg
 import minigrad.nn.functional as F
 from minigrad import strided
 from minigrad.autograd import forward_ad as fwAD
-from minigrad.engine import apply
+from minigrad.engine import run_op
 
 from conftest import dev
 
@@ -70,17 +70,17 @@ def _fill_copy(x):
 
 def _copy_slices(x):
     keep = mg.tensor(dev(np.arange(9).reshape(3, 3) // 3 != 1))
-    return apply(REG["copy_slices"].op, _sq(x) ** 2, x[:3] ** 3, mg.tensor(dev(np.arange(3, 6))), keep) * _sq(x)
+    return run_op(REG["copy_slices"].op, _sq(x) ** 2, x[:3] ** 3, mg.tensor(dev(np.arange(3, 6))), keep) * _sq(x)
 
 
 CASES = {
     "matmul": lambda x: _sq(x) @ _sq(x) + _sq(x) @ x[:3],
-    "matmul_tn": lambda x: apply(REG["matmul_tn"].op, _sq(x), _sq(x) ** 2),
+    "matmul_tn": lambda x: run_op(REG["matmul_tn"].op, _sq(x), _sq(x) ** 2),
     "linear": lambda x: F.linear(_sq(x), _sq(x), x[3:6] ** 2),
     "einsum": lambda x: mg.einsum("ij,jk,kl->il", _sq(x), _sq(x), _sq(x)) + mg.einsum("ii,ij->j", _sq(x), _sq(x) ** 2),
     "setitem": _setitem,
     "copy_slices": _copy_slices,
-    "as_strided": lambda x: apply(REG["as_strided"].op, _sq(x) ** 2, mg.tensor(dev([[1, 5], [1, 8]])), shape=(3, 3)),
+    "as_strided": lambda x: run_op(REG["as_strided"].op, _sq(x) ** 2, mg.tensor(dev([[1, 5], [1, 8]])), shape=(3, 3)),
     "pad": lambda x: F.pad(_sq(x) ** 2, (1, 2, 0, 1), value=3.0) ** 2,
     "concatenate_stack": lambda x: mg.stack([mg.concatenate([x * x, x]), mg.concatenate([x, x ** 3])]) ** 2,
     "windows": lambda x: strided.windows(x * x, 3, step=2).sum(-1) ** 2,

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad.engine import apply
+from minigrad.engine import run_op
 
 from conftest import to_np
 
@@ -199,7 +199,7 @@ class Program:
                 ts.append(a)
                 desc.append(repr(a))
         kw = dict(sample.kwargs)
-        m, t = both(name, lambda: apply(op, *ms, **kw), lambda: op.torch(torch, *ts, **kw))
+        m, t = both(name, lambda: run_op(op, *ms, **kw), lambda: op.torch(torch, *ts, **kw))
         self.ops.append(name)
         return self.push(Pair(m, t, f"{name}({', '.join(desc)}{', ' if kw else ''}"
                                     f"{', '.join(f'{k}={v!r}' for k, v in kw.items())})"))

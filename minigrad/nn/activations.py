@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from .. import backend as _be
-from ..engine import apply
+from ..engine import run_op
 from ..ops._registry import Sample, as_tensor, defop
 from .conv import _r, register
 
@@ -112,7 +112,7 @@ def gelu(x, approximate: str = "none"):
     """
     x = as_tensor(x, "gelu")
     if approximate == "none":
-        return x * apply(NORMAL_CDF, x)
+        return x * run_op(NORMAL_CDF, x)
     if approximate == "tanh":
         inner = (x + 0.044715 * (x * x * x)) * math.sqrt(2.0 / math.pi)
         return 0.5 * x * (1.0 + inner.tanh())

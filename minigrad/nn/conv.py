@@ -26,7 +26,7 @@ import numpy as np
 
 from .. import autograd as _ag
 from .. import strided as _strided
-from ..engine import apply
+from ..engine import run_op
 from ..ops._registry import Sample, composite, defop
 from ..ops.einsum import einsum
 from ..ops._registry import as_tensor
@@ -68,7 +68,7 @@ def _padded(xp, x, widths, value):
 PAD_CONSTANT = defop("pad_constant", _padded,
                      lambda ctx, g, widths, value: (g[_inner(ctx.meta[0][0], widths)],), kind="other",
                      # affine: the tangent is padded with zeros, whatever the value
-                     jvp=lambda ctx, t, widths, value: ctx.xp.apply(PAD_CONSTANT, t, widths=widths, value=0.0),
+                     jvp=lambda ctx, t, widths, value: ctx.xp.run_op(PAD_CONSTANT, t, widths=widths, value=0.0),
                      samples=lambda rng: [Sample(_r(rng, 2, 3), widths=((0, 0), (1, 2)), value=0.5),
                                           Sample(_r(rng, 2, 2, 3), widths=((1, 0), (0, 0), (2, 1)), value=0.0)])
 
@@ -106,7 +106,7 @@ def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyT
 def _pad(x, widths, value=0.0):
     if all(lo == 0 and hi == 0 for lo, hi in widths):
         return x
-    return apply(PAD_CONSTANT, x, widths=tuple(widths), value=value)
+    return run_op(PAD_CONSTANT, x, widths=tuple(widths), value=value)
 
 
 # -- convolution ------------------------------------------------------------------------------------

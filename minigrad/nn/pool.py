@@ -18,7 +18,7 @@ import numpy as np
 from .. import strided as _strided
 from ..ops.shape import stack
 from ..tensor import Tensor
-from ..engine import apply
+from ..engine import run_op
 from ..ops._registry import Sample, as_tensor, defop
 from .conv import _ntuple, _pad, _r, register
 
@@ -49,12 +49,12 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     xpad = _pad(x, widths, -math.inf)
     # which element of each window is the (first) maximum: constants (index arrays), not recorded
     v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation)
-    index = apply(WINDOW_ARGMAX, v, nd=nd, ks=ks, stride=stride, dilation=dilation)
+    index = run_op(WINDOW_ARGMAX, v, nd=nd, ks=ks, stride=stride, dilation=dilation)
     out = xpad[index]                                          # the gradient reaches that one element
     if not return_indices:
         return out
     # PyTorch's indices: flat positions in the unpadded input's spatial dims
-    return out, apply(FLAT_POSITIONS, *index, xshape=tuple(x.shape), nd=nd, pads=pads)
+    return out, run_op(FLAT_POSITIONS, *index, xshape=tuple(x.shape), nd=nd, pads=pads)
 
 
 def _window_argmax(xp, v, nd, ks, stride, dilation):

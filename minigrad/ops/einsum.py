@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import backend as _be
 from .. import kernels as _k
-from ..engine import apply
+from ..engine import run_op
 from ..tensor import Tensor
 from ._registry import Sample, defop, linear, multilinear, public
 from .einsum_parse import _LETTERS, _err, _resolve
@@ -274,7 +274,7 @@ def _as3(x, lx, batch, free, con, nb, nf, k, right):
 
 def _pair_rule(ctx, g, la, lb, lout, names=None):
     a, b = ctx.saved  # each saved only when the other operand needs a gradient
-    pair = ctx.xp.apply
+    pair = ctx.xp.run_op
     ga = None if b is None else pair(PAIR, g, b, la=lout, lb=lb, lout=la, names=names)
     gb = None if a is None else pair(PAIR, a, g, la=la, lb=lout, lout=lb, names=names)
     return ga, gb
@@ -294,7 +294,7 @@ PAIR = defop("einsum", lambda xp, a, b, la, lb, lout, names=None: _pair_arrays(a
 def _pair(a, la, b, lb, lout, names=None):
     """Pairwise contraction of Tensors, recorded as one ``einsum`` Node (``names``: the user's
     label names, for the pattern the tape and graphs show)."""
-    return apply(PAIR, a, b, la=la, lb=lb, lout=lout, names=names)
+    return run_op(PAIR, a, b, la=la, lb=lb, lout=lout, names=names)
 
 
 @functools.lru_cache(maxsize=256)
@@ -329,18 +329,18 @@ def _undiag_fwd(xp, g, lu, lx, shape):
     return z.reshape(shape)
 
 
-DIAG = defop("einsum_diag", _diag_fwd, lambda ctx, g, lx, lu, shape: (ctx.xp.apply(UNDIAG, g, lu=lu, lx=lx, shape=shape),),
+DIAG = defop("einsum_diag", _diag_fwd, lambda ctx, g, lx, lu, shape: (ctx.xp.run_op(UNDIAG, g, lu=lu, lx=lx, shape=shape),),
              kind="other", jvp=linear(0), info=lambda lx, lu, shape: {"pattern": _pattern_of(lx, None, lu)},
              samples=lambda rng: [Sample(rng.standard_normal((3, 3, 2)), lx=(0, 0, 1), lu=(0, 1), shape=(3, 3, 2))])
 UNDIAG = defop("einsum_undiag", _undiag_fwd,
-               lambda ctx, g, lu, lx, shape: (ctx.xp.apply(DIAG, g, lx=lx, lu=lu, shape=tuple(g.shape)),),
+               lambda ctx, g, lu, lx, shape: (ctx.xp.run_op(DIAG, g, lx=lx, lu=lu, shape=tuple(g.shape)),),
                kind="other", jvp=linear(0), info=lambda lu, lx, shape: {"pattern": _pattern_of(lu, None, lx)},
                samples=lambda rng: [Sample(rng.standard_normal((3, 2)), lu=(0, 1), lx=(0, 0, 1), shape=(3, 3, 2))])
 
 
 def _diag(x, lx, lu):
     """The diagonal over repeated labels (``"ii->i"``), recorded as ``einsum_diag``."""
-    return apply(DIAG, x, lx=lx, lu=lu, shape=tuple(x.shape))
+    return run_op(DIAG, x, lx=lx, lu=lu, shape=tuple(x.shape))
 
 
 # ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import apply
+from ..engine import run_op
 from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
@@ -52,7 +52,7 @@ ADD = defop("add", lambda xp, x, y: x + y, _add_rule, broadcast=True, ufunc="add
 @public(ADD, method="add", dunders=("__add__", "__radd__"), numpy=(np.add,))
 def add(x, y):
     """x + y with NumPy broadcasting."""
-    return apply(ADD, x, y)
+    return run_op(ADD, x, y)
 
 
 def _sub_rule(ctx, g):
@@ -66,7 +66,7 @@ SUB = defop("sub", lambda xp, x, y: x - y, _sub_rule, broadcast=True, ufunc="sub
 @public(SUB, method="sub", dunders=("__sub__", "__rsub__"), numpy=(np.subtract,))
 def sub(x, y):
     """x - y with NumPy broadcasting."""
-    return apply(SUB, x, y)
+    return run_op(SUB, x, y)
 
 
 def _mul_rule(ctx, g):
@@ -83,7 +83,7 @@ MUL = defop("mul", lambda xp, x, y: x * y, _mul_rule, save=(0, 1), cross=True, b
 @public(MUL, method="mul", dunders=("__mul__", "__rmul__"), numpy=(np.multiply,))
 def mul(x, y):
     """x * y with NumPy broadcasting."""
-    return apply(MUL, x, y)
+    return run_op(MUL, x, y)
 
 
 def _scaled_mul_fwd(xp, x, y, c):
@@ -127,7 +127,7 @@ DIV = defop("div", lambda xp, x, y: x / y, _div_rule, save=(0, 1), broadcast=Tru
 @public(DIV, method=("div", "divide"), dunders=("__truediv__", "__rtruediv__"), numpy=(np.true_divide,))
 def div(x, y):
     """x / y (true division) with NumPy broadcasting."""
-    return apply(DIV, x, y)
+    return run_op(DIV, x, y)
 
 
 def _pow_rule(ctx, g):
@@ -158,7 +158,7 @@ POW = defop("pow", lambda xp, x, y: x ** y, _pow_rule, save=(0, 1), broadcast=Tr
 @public(POW, method="pow", dunders=("__pow__", "__rpow__"), numpy=(np.power,))
 def pow(x, y):  # noqa: A001 - the public name
     """x ** y with NumPy broadcasting (either may be a Python number)."""
-    return apply(POW, x, y)
+    return run_op(POW, x, y)
 
 
 FLOORDIV = defop("floordiv", lambda xp, x, y: x // y, kind="elementwise", broadcast=True)
@@ -167,7 +167,7 @@ FLOORDIV = defop("floordiv", lambda xp, x, y: x // y, kind="elementwise", broadc
 @public(FLOORDIV, method="floor_divide", dunders=("__floordiv__", "__rfloordiv__"), numpy=(np.floor_divide,))
 def floordiv(x, y):
     """x // y (floor division; not differentiable: the result does not require grad)."""
-    return apply(FLOORDIV, x, y)
+    return run_op(FLOORDIV, x, y)
 
 
 def _mod_rule(ctx, g):
@@ -184,7 +184,7 @@ MOD = defop("mod", lambda xp, x, y: x % y, _mod_rule, save=(0, 1), broadcast=Tru
 @public(MOD, method="remainder", dunders=("__mod__", "__rmod__"), numpy=(np.remainder,))
 def mod(x, y):
     """x % y (Python's and NumPy's sign convention)."""
-    return apply(MOD, x, y)
+    return run_op(MOD, x, y)
 
 
 def _fmod_rule(ctx, g):
@@ -215,7 +215,7 @@ def fmod(x, y):
 
     >>> mg.fmod(mg.tensor([-3.0, 3.0]), 2.0)    # [-1., 1.]; mg.mod gives [1., 1.]
     """
-    return apply(FMOD, x, y)
+    return run_op(FMOD, x, y)
 
 
 NEG = defop("neg", lambda xp, x: -x, lambda ctx, g: (-g,), kind="elementwise", ufunc="negative",
@@ -225,7 +225,7 @@ NEG = defop("neg", lambda xp, x: -x, lambda ctx, g: (-g,), kind="elementwise", u
 @public(NEG, method=("neg", "negative"), dunders=("__neg__",), numpy=(np.negative,))
 def neg(x):
     """-x."""
-    return apply(NEG, x)
+    return run_op(NEG, x)
 
 
 # -- unary math ------------------------------------------------------------------------------
@@ -240,7 +240,7 @@ def _unary(name, forward, rule, samples, torch_name=None, numpy=(), save=(), sav
                torch=torch, ufunc=ufunc)
 
     def fn(x):
-        return apply(op, x)
+        return run_op(op, x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"{name}(x), elementwise."
@@ -308,7 +308,7 @@ SIGN = defop("sign", lambda xp, x: xp.sign(x), lambda ctx, g: (ctx.xp.zeros_like
 @public(SIGN, method="sign", numpy=(np.sign,))
 def sign(x):
     """-1, 0 or 1 by the sign of x; a zero gradient (recorded, as PyTorch's)."""
-    return apply(SIGN, x)
+    return run_op(SIGN, x)
 
 
 abs = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),), _unary_samples(away=0.0),  # noqa: A001
@@ -322,7 +322,7 @@ CLONE = defop("clone", lambda xp, x: x.copy() if hasattr(x, "copy") else xp.arra
 @public(CLONE, method=("clone", "copy"), numpy=(np.copy,))
 def clone(x):
     """A copy with its own storage; the gradient passes through."""
-    return apply(CLONE, x)
+    return run_op(CLONE, x)
 
 
 ASTYPE = defop("astype", lambda xp, x, dtype: x.astype(dtype), lambda ctx, g, dtype: (g,),  # the engine casts back
@@ -336,7 +336,7 @@ def astype(x, dtype):
     dtype = np.dtype(dtype)
     if x.data.dtype == dtype:
         return x
-    return apply(ASTYPE, x, dtype=dtype)
+    return run_op(ASTYPE, x, dtype=dtype)
 
 
 # -- two-input selection ----------------------------------------------------------------------
@@ -359,7 +359,7 @@ def _binary_op(name, fwd, rule, samples, torch, numpy, doc, save_out=False):
                samples=samples, torch=torch, ufunc=ufunc)
 
     def fn(x, y):
-        return apply(op, x, y)
+        return run_op(op, x, y)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -407,7 +407,7 @@ def where(cond, x, y):
     if isinstance(cond, Tensor) and cond.dtype != bool:
         cond = cond != 0  # its own mask: the caller may write cond in place afterwards
     try:
-        return apply(WHERE, cond, x, y)
+        return run_op(WHERE, cond, x, y)
     except ValueError as e:
         if "broadcast" not in str(e):
             raise
@@ -454,7 +454,7 @@ def clip(x, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
         if hi is not None:
             out = minimum(out, hi)
         return out
-    return apply(CLIP, x, lo=lo, hi=hi)
+    return run_op(CLIP, x, lo=lo, hi=hi)
 
 
 clamp = clip
@@ -470,7 +470,7 @@ def _compare(name, fwd, dunders, numpy, method):
         if y is None:
             return NotImplemented
         try:
-            return apply(op, x, y)
+            return run_op(op, x, y)
         except TypeError:
             return NotImplemented
 
@@ -496,7 +496,7 @@ NOT = defop("logical_not", lambda xp, x: ~x if getattr(x, "dtype", np.dtype(floa
 @public(NOT, dunders=("__invert__",), numpy=(np.logical_not,))
 def logical_not(x):
     """Elementwise not (``~x``)."""
-    return apply(NOT, x)
+    return run_op(NOT, x)
 
 
 @composite("isclose", kind="compare")

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import backend as _be
 from .. import kernels as _k
-from ..engine import apply
+from ..engine import run_op
 from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, defop, public
@@ -99,7 +99,7 @@ def getitem(x, idx):
         cidx = cidx + (Ellipsis,)  # x[1, 2] is then a 0-d view, not a copied scalar
     template, args = split_index(idx, cidx)
     try:
-        return apply(GETITEM, x, *args, template=template)
+        return run_op(GETITEM, x, *args, template=template)
     except IndexError as e:
         raise IndexError(f"{e} (tensor shape {xd.shape})") from None  # apply's message starts "getitem: "
 
@@ -139,7 +139,7 @@ def index_add(shape, idx, values):
         cidx = to_device_index(cidx, values.data, "index_add", shape)
     template, args = split_index(idx, cidx)
     try:
-        return apply(INDEX_ADD, values, *args, shape=shape, template=template)
+        return run_op(INDEX_ADD, values, *args, shape=shape, template=template)
     except IndexError as e:
         raise IndexError(f"{e} (target shape {shape})") from None  # apply's message starts "index_add: "
     except ValueError as e:

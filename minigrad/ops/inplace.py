@@ -67,7 +67,7 @@ from .. import _state
 from .. import backend as _be
 from ..kernels import overlapping as _overlapping
 from ..kernels import view_positions as _positions
-from ..engine import Op, apply, const, edge
+from ..engine import Op, run_op, const, edge
 from ..forward_ad import write_tangents
 from ..tensor import Tensor, wrap
 from . import elementwise as E
@@ -233,7 +233,7 @@ def _same_device(op, a, b):
                            f"{_be.device_of(b)}; move one with .to(device)") from None
 
 
-# -- committing a write: every write goes through apply ---------------------------------------
+# -- committing a write: every write goes through run_op ---------------------------------------
 
 _VARIANTS: dict = {}
 
@@ -285,13 +285,13 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
     if mode is None:
         with_no_grad = _state.set_grad(False)
         try:
-            r = apply(op, t, *others, **params)
+            r = run_op(op, t, *others, **params)
         finally:
             _state.reset(with_no_grad)
         return _store(t, r, name, check)
     if mode == "self":
         was_rg = t._rg
-        r = apply(op, _history(t, 0 in op.save), *others, **params)
+        r = run_op(op, _history(t, 0 in op.save), *others, **params)
         _store(t, r, name, check)
         _rebase(t, r._node, name)
         if not was_rg:
@@ -300,11 +300,11 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
     base = t._base
     was_rg = base._rg
     pos = _positions(t.data, base.data)
-    r = apply(op, _history(t, 0 in op.save), *others, **params)
+    r = run_op(op, _history(t, 0 in op.save), *others, **params)
     _store(t, r, name, check)
     keep = _be.array_module(base.data).ones(base.data.shape, dtype=bool)
     keep.reshape(-1)[pos.reshape(-1)] = False
-    cs = apply(COPY_SLICES, _history(base, False), r, pos, keep, inplace=True)
+    cs = run_op(COPY_SLICES, _history(base, False), r, pos, keep, inplace=True)
     cs._node.info = {"op": name}
     _rebase(base, cs._node, "copy_slices")
     view_history(t, base, pos)
@@ -346,7 +346,7 @@ def _copy_slices_jvp(ctx, tb, tv, *_, inplace=False):
     # linear in b and v (the positions held), computed out of place: never into b's tangent
     xp = ctx.xp
     b, v, pos, keep = ctx.args
-    return xp.apply(COPY_SLICES, xp.zeros_like(b) if tb is None else tb, xp.zeros_like(v) if tv is None else tv,
+    return xp.run_op(COPY_SLICES, xp.zeros_like(b) if tb is None else tb, xp.zeros_like(v) if tv is None else tv,
                     pos, keep)
 
 
@@ -373,7 +373,7 @@ AS_STRIDED = defop("as_strided", lambda xp, b, pos, shape: b.reshape(-1)[pos], _
 
 def view_history(v, base, pos):
     """Give the view ``v`` a fresh history: ``v = base.flat[pos]`` of ``base``'s current history."""
-    r = apply(AS_STRIDED, base, pos, shape=tuple(base.data.shape))
+    r = run_op(AS_STRIDED, base, pos, shape=tuple(base.data.shape))
     n = r._node
     n.view_ver = v._storage.version
     old = v._node

@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
-from ..engine import apply
+from ..engine import run_op
 from ..errors import AxisError, named
 from ..tensor import Tensor
 from ._registry import Sample, as_tensor, composite, defop, public
@@ -411,7 +411,7 @@ def argsort(a, axis=-1, kind=None, order=None):
         raise TypeError("argsort: order= (structured arrays) is not supported on Tensors")
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
-    return apply(ARGSORT, a, axis=_ax(axis, a.ndim, "argsort"))
+    return run_op(ARGSORT, a, axis=_ax(axis, a.ndim, "argsort"))
 
 
 @_row("sort", lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 0), Sample(_r(rng, 3, 4), None)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backward import sum_to
-from ..engine import apply
+from ..engine import run_op
 from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, multilinear, public
@@ -47,7 +47,7 @@ def _mm_samples(rng):
             Sample(r((3, 4)), r((4,))), Sample(r((4,)), r((4,))), Sample(r((2, 1, 3, 4)), r((3, 4, 2)))]
 
 
-# xp: the operands' module, as apply found it (no second look-up per call)
+# xp: the operands' module, as run_op found it (no second look-up per call)
 MATMUL = defop("matmul", lambda xp, a, b: xp.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other", ufunc="matmul",
                jvp=multilinear(), samples=_mm_samples, torch=lambda th, a, b: a @ b)
 
@@ -63,7 +63,7 @@ def matmul(a, b):
     if a.__class__ is Tensor and b.__class__ is Tensor and a.data.ndim >= 2 and b.data.ndim >= 2 \
             and a.data.shape[-1] == b.data.shape[-2] and a.data.dtype == b.data.dtype:
         try:
-            return apply(MATMUL, a, b)  # the common case: the checks below are for the messages
+            return run_op(MATMUL, a, b)  # the common case: the checks below are for the messages
         except ValueError:
             pass
     if hasattr(a, "_sparse_matmul") or hasattr(b, "_sparse_matmul"):  # sparse x dense never densifies
@@ -81,7 +81,7 @@ def matmul(a, b):
             f"{'only' if len(sb) == 1 else 'second-to-last'} dim of the second ({kb})"
         )
     try:
-        return apply(MATMUL, a, b)
+        return run_op(MATMUL, a, b)
     except ValueError:
         raise ValueError(f"matmul: batch dims of shapes {sa} and {sb} do not broadcast") from None
 
@@ -108,7 +108,7 @@ def outer(a, b):
 def _linear_fwd(xp, x, w, b=None):
     if x.ndim > 2:  # as rows: NumPy's stacked product with a transposed operand is slow
         return _linear_fwd(xp, x.reshape(-1, x.shape[-1]), w, b).reshape(x.shape[:-1] + (w.shape[0],))
-    out = xp.matmul(x, w.T)  # xp: the arrays' module (apply found it)
+    out = xp.matmul(x, w.T)  # xp: the arrays' module (run_op found it)
     if b is not None:
         if out.dtype == b.dtype and out.ndim >= 1:
             out += b  # a fresh array: add the bias in place, no temporary
@@ -186,5 +186,5 @@ def linear(x, weight, bias=None):
     if xd.dtype != wd.dtype and xd.dtype.kind == "f" and wd.dtype.kind == "f":
         raise mixed_floats("linear", xd.dtype, wd.dtype, "the weight")
     if bias is None:
-        return apply(LINEAR, x, weight)
-    return apply(LINEAR, x, weight, bias)
+        return run_op(LINEAR, x, weight)
+    return run_op(LINEAR, x, weight, bias)

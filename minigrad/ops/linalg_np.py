@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import backend as _be
-from ..engine import apply
+from ..engine import run_op
 from ..errors import named
 from ._registry import Sample, as_tensor, composite, defop, public
 from .elementwise import where
@@ -76,7 +76,7 @@ INV = defop("inv", lambda xp, x: xp.linalg.inv(x), lambda ctx, g: (-(_T(ctx.out)
 @named("inv")
 def inv(a):
     """The inverse of each square matrix (the last two axes); gradient -A⁻ᵀ g A⁻ᵀ."""
-    return apply(INV, as_tensor(a, "inv"))
+    return run_op(INV, as_tensor(a, "inv"))
 
 
 def _det_rule(ctx, g):
@@ -95,7 +95,7 @@ DET = defop("det", lambda xp, x: xp.linalg.det(x), _det_rule, save=(0,), save_ou
 @named("det")
 def det(a):
     """The determinant of each square matrix; gradient det(A) A⁻ᵀ (it needs an invertible A here)."""
-    return apply(DET, as_tensor(a, "det"))
+    return run_op(DET, as_tensor(a, "det"))
 
 
 LOGABSDET = defop("logabsdet", lambda xp, x: xp.linalg.slogdet(x)[1],
@@ -112,7 +112,7 @@ def slogdet(a):
     """``(sign, logabsdet)`` of each determinant (NumPy's named tuple); ``logabsdet``'s gradient is
     A⁻ᵀ (negative determinants included), ``sign`` has none."""
     a = as_tensor(a, "slogdet")
-    return SlogdetResult(apply(DET_SIGN, a), apply(LOGABSDET, a))
+    return SlogdetResult(run_op(DET_SIGN, a), run_op(LOGABSDET, a))
 
 
 def _solve_rule(ctx, g):
@@ -139,8 +139,8 @@ def solve(a, b):
     """x with ``a @ x == b``, batched; ``b`` a vector (1-D) or matrices ``(..., n, k)`` (NumPy 2's rule)."""
     a, b = as_tensor(a, "solve"), as_tensor(b, "solve")
     if b.ndim == 1:
-        return apply(SOLVE, a, b.reshape(-1, 1)).reshape(a.shape[:-2] + (-1,))
-    return apply(SOLVE, a, b)
+        return run_op(SOLVE, a, b.reshape(-1, 1)).reshape(a.shape[:-2] + (-1,))
+    return run_op(SOLVE, a, b)
 
 
 # -- cholesky, eigh ----------------------------------------------------------------------------------
@@ -172,7 +172,7 @@ CHOLESKY = defop("cholesky", lambda xp, x: xp.linalg.cholesky(x), _cholesky_rule
 @named("cholesky")
 def cholesky(a):
     """The lower Cholesky factor of each symmetric positive-definite matrix (its lower triangle is read)."""
-    return apply(CHOLESKY, as_tensor(a, "cholesky"))
+    return run_op(CHOLESKY, as_tensor(a, "cholesky"))
 
 
 def _th_eigh(th, x):
@@ -238,7 +238,7 @@ def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
     """The eigenvalues of each symmetric matrix, ascending (its lower triangle is read)."""
     if UPLO != "L":
         raise TypeError("eigvalsh: only UPLO='L' (NumPy's default) is supported on Tensors")
-    return apply(EIGVALSH, as_tensor(a, "eigvalsh"))
+    return run_op(EIGVALSH, as_tensor(a, "eigvalsh"))
 
 
 @public(EIGH_VECTORS, export=False, numpy=(np.linalg.eigh,))
@@ -250,7 +250,7 @@ def eigh(a, UPLO="L"):  # noqa: N803
     if UPLO != "L":
         raise TypeError("eigh: only UPLO='L' (NumPy's default) is supported on Tensors")
     a = as_tensor(a, "eigh")
-    return EighResult(apply(EIGVALSH, a), apply(EIGH_VECTORS, a))
+    return EighResult(run_op(EIGVALSH, a), run_op(EIGH_VECTORS, a))
 
 
 # -- qr ----------------------------------------------------------------------------------------------
@@ -312,10 +312,10 @@ def qr(a, mode="reduced"):
     Differentiable for ``m >= n`` with PyTorch's formula."""
     a = as_tensor(a, "qr")
     if mode == "r":
-        return apply(QR_R, a)
+        return run_op(QR_R, a)
     if mode != "reduced":
         raise TypeError(f"qr: mode={mode!r} is not supported on Tensors (reduced or r)")
-    return QRResult(apply(QR_Q, a), apply(QR_R, a))
+    return QRResult(run_op(QR_Q, a), run_op(QR_R, a))
 
 
 # -- svd ---------------------------------------------------------------------------------------------
@@ -439,7 +439,7 @@ SVD_VH = defop("svd_vh", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full
 @named("svdvals")
 def svdvals(x):
     """The singular values, descending; differentiable everywhere (gradient U diag(g) Vh)."""
-    return apply(SVDVALS, as_tensor(x, "svdvals"))
+    return run_op(SVDVALS, as_tensor(x, "svdvals"))
 
 
 @public(SVD_U, export=False, numpy=(np.linalg.svd,))
@@ -454,7 +454,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     if not compute_uv:
         return svdvals(a)
     full = bool(full_matrices)
-    return SVDResult(apply(SVD_U, a, full=full), apply(SVDVALS, a), apply(SVD_VH, a, full=full))
+    return SVDResult(run_op(SVD_U, a, full=full), run_op(SVDVALS, a), run_op(SVD_VH, a, full=full))
 
 
 # -- composites: norm, matrix_power, pinv, lstsq ---------------------------------------------------------

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ..engine import apply
+from ..engine import run_op
 from ..errors import named
 from ._registry import Sample, composite, defop, public, registry
 from . import elementwise as _ew
@@ -125,7 +125,7 @@ SINC = defop("sinc", lambda xp, x: xp.sinc(x), _sinc_rule, save=(0,), save_out=T
 @public(SINC, numpy=(np.sinc,))
 def sinc(x):
     """sin(pi x) / (pi x), and 1 at 0 (NumPy's normalised sinc), elementwise."""
-    return apply(SINC, x)
+    return run_op(SINC, x)
 
 
 # the rounding functions: a zero gradient (recorded, as PyTorch's), values and dtypes as NumPy's
@@ -142,7 +142,7 @@ ROUND = defop("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_ru
 @public(ROUND, method="round", numpy=(np.round, np.around))
 def round(x, decimals=0):  # noqa: A001 - NumPy's name
     """Round half to even to ``decimals`` places (NumPy's ``round``); a zero gradient."""
-    return apply(ROUND, x, decimals=decimals)
+    return run_op(ROUND, x, decimals=decimals)
 
 
 # -- binary ------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ FLOAT_POWER = defop("float_power", lambda xp, x, y: xp.float_power(x, y), _ew._p
 @public(FLOAT_POWER, numpy=(np.float_power,))
 def float_power(x, y):
     """x ** y computed in float64 (NumPy's ``float_power``: the result is float64)."""
-    return apply(FLOAT_POWER, x, y)
+    return run_op(FLOAT_POWER, x, y)
 
 
 def _th(name):
@@ -259,7 +259,7 @@ def _predicate(name, doc):
     op = defop(name, lambda xp, x: getattr(xp, name)(x), kind="elementwise")
 
     def fn(x):
-        return apply(op, x)
+        return run_op(op, x)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc

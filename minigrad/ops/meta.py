@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import apply
+from ..engine import run_op
 from ..errors import named
 from ..tensor import Tensor
 from ._registry import as_tensor, composite, defop, public
@@ -68,7 +68,7 @@ def _like(name, fill, doc):
             if isinstance(fill_value, complex):
                 raise TypeError(f"full_like: complex fill_value {fill_value!r} is not supported (minigrad has no complex dtypes)")
             params["fill_value"] = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
-        out = apply(op, x, **params)
+        out = run_op(op, x, **params)
         if device is not None and device != out.device:
             out = out.to(device)
         if requires_grad:

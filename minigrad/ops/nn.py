@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engine import apply
+from ..engine import run_op
 from ._registry import Sample, composite, defop, linear
 from .reduce import shift_by_max, softmax_forward
 
@@ -95,11 +95,11 @@ BCE = defop("binary_cross_entropy_with_logits", _bce_fwd, _bce_rule, save=(0, 1)
 
 
 def nll_loss_op(logp, target, reduction):
-    return apply(NLL, logp, target, reduction=reduction)
+    return run_op(NLL, logp, target, reduction=reduction)
 
 
 def bce_op(x, y, reduction):
-    return apply(BCE, x, y, reduction=reduction)
+    return run_op(BCE, x, y, reduction=reduction)
 
 
 def _cast(name, dtype):
@@ -216,4 +216,4 @@ CE_BACKWARD = defop("cross_entropy_backward", _ce_backward_fwd, _ce_backward_rul
 
 
 def cross_entropy_op(x, target, reduction):
-    return apply(CROSS_ENTROPY, x, target, reduction=reduction)
+    return run_op(CROSS_ENTROPY, x, target, reduction=reduction)

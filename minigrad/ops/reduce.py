@@ -10,7 +10,7 @@ import numpy as np
 
 from .._util import NOARG, pick
 from ..backend import to_numpy
-from ..engine import apply
+from ..engine import run_op
 from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
@@ -169,7 +169,7 @@ def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
             axes = (axis + nd if axis < 0 else axis,)
         else:
             axes = normalize_axis(axis, nd, "sum")
-        return apply(SUM, x, axes=axes, keepdims=keepdims, dtype=result_dtype(x.data.dtype, dtype))
+        return run_op(SUM, x, axes=axes, keepdims=keepdims, dtype=result_dtype(x.data.dtype, dtype))
     except NAMED_ERRORS as e:  # inline, not @named: one frame less on a hot path
         reraise(e, "sum")
 
@@ -292,7 +292,7 @@ def std(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, 
     """
     corr = _ddof(ddof, correction, dim, keepdim, "std")
     x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, "std")
-    return apply(STD, x, axes=axes, keepdims=keepdims, ddof=corr)
+    return run_op(STD, x, axes=axes, keepdims=keepdims, ddof=corr)
 
 
 # -- max / min ------------------------------------------------------------------------------
@@ -335,7 +335,7 @@ def _extreme_op(name, numpy_fn):
         xd = x.data
         if xd.size == 0 and any(xd.shape[a] == 0 for a in axes):
             raise ValueError(f"{name}: zero-size reduction over axes {axes} of shape {xd.shape} has no identity")
-        values = x.clone() if not axes else apply(op, x, axes=axes, keepdims=keepdims)
+        values = x.clone() if not axes else run_op(op, x, axes=axes, keepdims=keepdims)
         if dim is NOARG or dim is None:
             return values
         # PyTorch's spelling, PyTorch's result: the named pair (values, indices)
@@ -373,7 +373,7 @@ def _arg_op(name, numpy_fn):
             (axis,) = axes
         if x.data.size == 0:
             raise ValueError(f"{name}: empty tensor of shape {x.shape} has no {name[3:]}")
-        return apply(op, x, axis=axis, keepdims=keepdims)
+        return run_op(op, x, axis=axis, keepdims=keepdims)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Index of the {name[3:]}imum (flattened when axis is None); int64, not differentiable."
@@ -391,14 +391,14 @@ ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, kee
 @named("any")
 def any_(x, axis=None, keepdims=False):
     """Whether any element is true (over ``axis``)."""
-    return apply(ANY, x, axis=axis, keepdims=keepdims)
+    return run_op(ANY, x, axis=axis, keepdims=keepdims)
 
 
 @public(ALL, method="all", export=False)
 @named("all")
 def all_(x, axis=None, keepdims=False):
     """Whether every element is true (over ``axis``)."""
-    return apply(ALL, x, axis=axis, keepdims=keepdims)
+    return run_op(ALL, x, axis=axis, keepdims=keepdims)
 
 
 # -- logsumexp, softmax, log_softmax ----------------------------------------------------------
@@ -458,7 +458,7 @@ LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, ki
 def logsumexp(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
     """log(sum(exp(x))) over the given axes, computed stably."""
     x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, "logsumexp")
-    return apply(LOGSUMEXP, x, axes=axes, keepdims=keepdims)
+    return run_op(LOGSUMEXP, x, axes=axes, keepdims=keepdims)
 
 
 def _axes1(axis, dim, ndim, op):
@@ -501,7 +501,7 @@ SOFTMAX = defop("softmax", softmax_forward, _softmax_rule, save_out=True, kind="
 def softmax(x, axis=-1, *, dim=NOARG):
     """exp(x) / sum(exp(x)) along ``axis`` (default the last; a tuple normalises over several), stably."""
     x = as_tensor(x, "softmax")
-    return apply(SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "softmax"))
+    return run_op(SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "softmax"))
 
 
 def _log_softmax_fwd(xp, x, axes):
@@ -531,5 +531,5 @@ LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out
 def log_softmax(x, axis=-1, *, dim=NOARG):
     """x - logsumexp(x) along ``axis`` (default the last; a tuple normalises over several), stably."""
     x = as_tensor(x, "log_softmax")
-    return apply(LOG_SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "log_softmax"))
+    return run_op(LOG_SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "log_softmax"))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._util import NOARG
-from ..engine import apply
+from ..engine import run_op
 from ..errors import named
 from ..tensor import Tensor
 from ._registry import Sample, as_tensor, composite, defop, linear, public
@@ -78,7 +78,7 @@ def prod(x, axis=None, dtype=None, keepdims=False):
     """
     x = as_tensor(x, "prod")
     axes = normalize_axis(axis, x.ndim, "prod")
-    return apply(PROD, x, axes=axes, keepdims=bool(keepdims), dtype=result_dtype(x.dtype, dtype))
+    return run_op(PROD, x, axes=axes, keepdims=bool(keepdims), dtype=result_dtype(x.dtype, dtype))
 
 
 # -- scans ---------------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ def _scan(op, x, axis, dtype):
     (axis,) = normalize_axis(axis, x.ndim, op.name) if x.ndim else (0,)
     if dtype is None and x.dtype.kind in "biu":
         dtype = result_dtype(x.dtype, None)
-    return apply(op, x, axis=axis, dtype=None if dtype is None else np.dtype(dtype))
+    return run_op(op, x, axis=axis, dtype=None if dtype is None else np.dtype(dtype))
 
 
 @public(CUMSUM, method="cumsum", numpy=(np.cumsum,))

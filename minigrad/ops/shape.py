@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import backend as _be
 from ..backward import sum_to
-from ..engine import apply
+from ..engine import run_op
 from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, public
@@ -71,7 +71,7 @@ def _do_reshape(op, x, shape):
         if unknown > 1 or (unknown == 0 and n != xd.size) or (unknown == 1 and (n == 0 or xd.size % n)) \
                 or any(s < -1 for s in shape):
             raise ValueError(f"{op}: cannot reshape a tensor of shape {xd.shape} ({xd.size} elements) into shape {shape}")
-        out = apply(RESHAPE, x, shape=shape)
+        out = run_op(RESHAPE, x, shape=shape)
         if op == "view" and out._base is None and xd.size and out.data.size:
             raise RuntimeError(
                 f"view: shape {shape} is not compatible with the strides {x.stride()} of the input "
@@ -148,7 +148,7 @@ def permute(x, *dims):
         dims = tuple(_axis(d, nd, "permute") for d in dims)
         if len(set(dims)) != nd:
             raise ValueError(f"permute: repeated dim in {dims}")
-        return apply(PERMUTE, x, dims=dims)
+        return run_op(PERMUTE, x, dims=dims)
     except NAMED_ERRORS as e:  # inline, not @named: one frame less on a hot path
         reraise(e, "permute")
 
@@ -193,7 +193,7 @@ def matrix_transpose(x):
         if nd < 2:
             raise ValueError(f"mT: needs at least 2 dims, got a tensor of shape {x.shape}")
         dims = _MT[nd] = tuple(range(nd - 2)) + (nd - 1, nd - 2)
-    return apply(PERMUTE, x, dims=dims)
+    return run_op(PERMUTE, x, dims=dims)
 
 
 # -- squeeze / unsqueeze -------------------------------------------------------------
@@ -258,7 +258,7 @@ def broadcast_to(x, shape):
             raise ValueError(
                 f"broadcast_to: cannot broadcast shape {xd.shape} to {shape} (trailing dims must match or be 1)"
             ) from None
-        return apply(BROADCAST_TO, x, shape=shape)
+        return run_op(BROADCAST_TO, x, shape=shape)
     except NAMED_ERRORS as e:  # inline, not @named: one frame less on a hot path
         reraise(e, "broadcast_to")
 
@@ -318,7 +318,7 @@ def concatenate(tensors, axis=0, *, dim=None):
     for t in ts[1:]:
         if t.ndim != nd or any(s != u for i, (s, u) in enumerate(zip(t.shape, ts[0].shape, strict=True)) if i != a):
             raise ValueError(f"concatenate: shapes {[tuple(t.shape) for t in ts]} differ outside axis {a}")
-    return apply(CONCATENATE, *ts, axis=a, sizes=tuple(t.shape[a] for t in ts))
+    return run_op(CONCATENATE, *ts, axis=a, sizes=tuple(t.shape[a] for t in ts))
 
 
 cat = concatenate
@@ -350,7 +350,7 @@ def stack(tensors, axis=0, *, dim=None):
     nd = ts[0].ndim + 1
     if isinstance(axis, bool) or not isinstance(axis, numbers.Integral) or not -nd <= axis < nd:
         raise AxisError(f"stack: axis {axis} is out of range for the result's ndim {nd}")
-    return apply(STACK, *ts, axis=axis + nd if axis < 0 else axis)
+    return run_op(STACK, *ts, axis=axis + nd if axis < 0 else axis)
 
 
 # -- devices ----------------------------------------------------------------------------
@@ -368,7 +368,7 @@ def to_device(x, device):
     src = x.device
     if src == device:
         return x
-    return apply(TO, x, device=device, src=src)
+    return run_op(TO, x, device=device, src=src)
 
 
 @composite("move", method="to", export=False, samples=lambda rng: [Sample(_r(rng, 2, 3), "cpu")])

@@ -32,7 +32,7 @@ def _arith(op, name):
         except ValueError as e:
             msg = str(e)
             if "broadcast" in msg or "integers to negative" in msg.lower():
-                msg = f"{name}: {msg.removeprefix(f'{name}: ')}"  # apply may have named the op already
+                msg = f"{name}: {msg.removeprefix(f'{name}: ')}"  # run_op may have named the op already
                 raise ValueError(f"{msg} (tensor dtype {t.dtype}, shape {t.shape})") from None
             raise
 

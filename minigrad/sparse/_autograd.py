@@ -1,7 +1,7 @@
 """The differentiable pieces sparse ops are made of.
 
 Each takes and returns dense minigrad Tensors (the stored values) and is a registered op
-(``mg.ops.registry()``), run by the engine's one ``apply``; index arrays ride along as
+(``mg.ops.registry()``), run by the engine's one ``run_op``; index arrays ride along as
 constants. Rules are written in the array API, as every rule is, so second derivatives come for free.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as _k
-from ..engine import apply
+from ..engine import run_op
 from ..ops._registry import OnDevice, Sample, defop, linear, multilinear
 from ..ops.indexing import _ARRAY
 from . import _kernels as K
@@ -34,7 +34,7 @@ def segment_sum(v, inv, n):
 
     Backward is a gather: each entry receives the gradient of its segment.
     """
-    out = apply(SEGMENT_SUM, v, inv=inv, n=n)
+    out = run_op(SEGMENT_SUM, v, inv=inv, n=n)
     if out._node is not None:
         out._node.info = {"segments": n}
     return out
@@ -63,7 +63,7 @@ def group_sum(v, groups):
     (no inverse map); otherwise a segment sum over the inverse map.
     """
     if groups.binned and v.ndim == 1 and v.dtype.kind == "f":
-        out = apply(BINNED_SUM, v, groups=groups)
+        out = run_op(BINNED_SUM, v, groups=groups)
         if out._node is not None:
             out._node.op = "sparse_segment_sum"
             out._node.info = {"segments": groups.n}
@@ -104,7 +104,7 @@ def to_dense(v, rows, shape):
     """The dense tensor of ``shape`` holding the values ``v`` at coordinates ``rows``
     (duplicates add up). Backward gathers the gradient at the stored coordinates."""
     shape = tuple(int(s) for s in shape)
-    out = apply(TO_DENSE, v, rows=tuple(rows), shape=shape)
+    out = run_op(TO_DENSE, v, rows=tuple(rows), shape=shape)
     if out._node is not None and rows:
         out._node.info = {"shape": shape}
     return out
@@ -141,4 +141,4 @@ def spmm(v, rows, cols, nrows, b):
 
     Differentiable in ``v`` (nnz,) and ``b`` (K, N); saves only the two inputs.
     """
-    return apply(SPMM, v, b, rows=rows, cols=cols, nrows=nrows)
+    return run_op(SPMM, v, b, rows=rows, cols=cols, nrows=nrows)

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
-from ..engine import apply
+from ..engine import run_op
 from ..forward_ad import _ALIAS
 from ..tensor import Tensor
 from . import _kernels as K
@@ -99,7 +99,7 @@ def _as_values(values, op):
         if values.requires_grad:
             return values
         if values._fw:  # a dual constant: a view that keeps its tangents (forward mode), as detach would not
-            return apply(_ALIAS, values)
+            return run_op(_ALIAS, values)
         return values.detach()
     return Tensor(values)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._util import NOARG, pick
-from ..engine import apply
+from ..engine import run_op
 from ..ops._registry import Sample, defop, linear
 from ..ops.reduce import normalize_axis
 from ..ops.reduce import result_dtype as _result_dtype
@@ -23,7 +23,7 @@ ALIAS = defop("sparse_sum", lambda xp, v: v, lambda ctx, g: (g,), kind="reduce",
 
 def _alias(v):
     """``v`` as a new Tensor over the same data, recorded (gradients pass straight through)."""
-    return apply(ALIAS, v)
+    return run_op(ALIAS, v)
 
 
 def sum(s, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):  # noqa: A001
