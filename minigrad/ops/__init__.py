@@ -2,7 +2,7 @@
 the layers below learn of this one: Tensor's methods and operators are bound here, from the
 registry, after every family has registered its ops.
 
-Adding an elementwise op is one ``defop`` + ``public`` in its family's file, with its samples;
+Adding an elementwise op or a reduction is one ``row`` in its family's file, with its samples;
 its Tensor method, its ``minigrad.<name>`` export, its NumPy dispatch entry, its profile name
 and its label in pictures all follow from that entry.
 """

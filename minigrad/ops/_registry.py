@@ -1,17 +1,23 @@
-"""The op registry: every operation minigrad offers, by name.
+"""The op registry: every operation minigrad offers, by name, defined in one of three shapes:
 
-Each family file (elementwise, reduce, shape, linalg, einsum, nn) defines its ops with
-``defop`` (a forward over backend arrays beside its gradient rule) and gives them a public
-face with ``public`` (the function users call, its Tensor method names, operators, the name
-under ``minigrad``, the NumPy functions that dispatch to it). A public function that is
-built from other ops (``mean``, ``flatten``...) is registered with ``composite``.
+- ``row(name, forward, rule, family=...)``: one line for an op of a common family (unary and
+  binary elementwise ops, comparisons, reductions, casts, in-place arithmetic...): the family
+  (``Family``) gives it its public function;
+- ``defop`` (a forward over backend arrays beside its gradient rule) and ``@public`` on its
+  public function (its Tensor method names, operators, the name under ``minigrad``, the NumPy
+  functions that dispatch to it);
+- ``@composite`` for a public function built from other ops (``mean``, ``flatten``...).
+
 ``minigrad.ops`` then binds Tensor's methods and operators from this table, ``minigrad``
 exports from it, and the tests walk it: every differentiable entry declares ``samples``
 and is gradchecked, gradgradchecked and compared with PyTorch from them.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..engine import OPS, Op
+from ..errors import named
 from ..forward_ad import derive, linear, multilinear  # noqa: F401 - derived forward-mode rules, named in op rows
 from ..tensor import Tensor
 
@@ -86,6 +92,7 @@ class Entry:
 
 
 _REGISTRY: dict[str, Entry] = {}
+_OP_OF: dict = {}  # public function -> its op
 
 
 def defop(name, forward, rule=None, *, samples=None, torch=None, **options) -> Op:
@@ -116,9 +123,15 @@ def public(op, *, method=None, dunders=(), export=True, numpy=()):
         entry.export = fn.__name__ if export is True else (export or None)
         entry.numpy = tuple(numpy)
         entry.doc = fn.__doc__
+        _OP_OF[fn] = op
         return fn
 
     return deco
+
+
+def op_of(fn) -> Op:
+    """The op whose public function is ``fn`` (``mg.mul`` -> the ``mul`` op)."""
+    return _OP_OF[fn]
 
 
 def inplace_method(op, fn, *names) -> None:
@@ -135,6 +148,62 @@ def composite(name, *, samples=None, torch=None, kind="other", **bind):
         return public(op, **bind)(fn)
 
     return deco
+
+
+class Family:
+    """What the ops of a common family share, so that each of them is one ``row``.
+
+    ``kind``: how pictures draw them; ``frontend(op, name, **extra)``: the public function a row
+    gets (``extra``: the row's options named in ``reads``); ``doc``: its docstring when the row
+    gives none (``{name}`` and ``{op}`` filled in; empty: the frontend's own); ``named``: errors
+    raised under it name it (``errors.named``); ``ufunc`` and ``torch``: a row
+    with a rule whose NumPy function is ``np.<name>`` says its forward is that ufunc (``Op.ufunc``),
+    and one without ``torch=`` is compared with PyTorch's function of its name; ``inplace``: a row writes the
+    result of an existing op (``of=``: its public function) into the tensor instead of defining
+    an op. The other keywords are engine options the family's ops share (``broadcast=True``).
+    """
+
+    def __init__(self, kind, frontend, *, doc="", reads=(), named=False, ufunc=False, torch=False, inplace=False,
+                 **options):
+        self.kind, self.frontend, self.doc, self.reads, self.named = kind, frontend, doc, reads, named
+        self.ufunc, self.torch, self.inplace, self.options = ufunc, torch, inplace, options
+
+
+def row(name, forward=None, rule=None, *, family, doc=None, method=True, dunders=(), numpy=(), export=True,
+        samples=None, torch=None, **options):
+    """An op of a common ``family`` and its public function, in one line. ``forward``, ``rule``,
+    ``samples``, ``torch`` and the engine options (``save=``, ``jvp=``...) are ``defop``'s, on top of
+    the family's; ``method`` (True: the row's name), ``dunders``, ``numpy`` and ``export`` are
+    ``public``'s. Returns the public function.
+
+    >>> log1p = row("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.saved[0] + 1),),
+    ...             family=UNARY, save=(0,), samples=_unary_samples(low=0.1), numpy=(np.log1p,))
+    """
+    extra = {k: options.pop(k) for k in family.reads if k in options}
+    if family.inplace:
+        op = op_of(extra.pop("of"))
+    else:
+        if rule is not None and family.ufunc and numpy and numpy[0] is getattr(np, name, None):
+            options.setdefault("ufunc", name)  # forward(xp, *a) is xp.<name>(*a) (the registry test proves it)
+        if rule is not None and family.torch and torch is None:
+            torch = _torch_of(name)
+        op = defop(name, forward, rule, kind=family.kind, samples=samples, torch=torch,
+                   **{**family.options, **options})
+    fn = family.frontend(op, name, **extra)
+    fn.__name__ = fn.__qualname__ = name
+    if doc or family.doc:
+        fn.__doc__ = doc or family.doc.format(name=name, op=op.name)
+    if family.named:
+        fn = named(name)(fn)
+    methods = (name,) if method is True else method
+    if family.inplace:
+        inplace_method(op, fn, *methods)
+        return fn
+    return public(op, method=methods, dunders=dunders, numpy=numpy, export=export)(fn)
+
+
+def _torch_of(name):
+    return lambda th, *args: getattr(th, name)(*args)
 
 
 def registry() -> dict[str, Entry]:

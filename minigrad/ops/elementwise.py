@@ -1,11 +1,12 @@
 """Elementwise ops: arithmetic with NumPy broadcasting, unary math, where, clip, comparisons.
 
 Each op's forward (over backend arrays) sits beside its gradient rule (the array API: arrays
-in first order, Tensors in higher order; docs/architecture.md). Binary
-ops are registered with ``broadcast=True``: their rules return output-shaped gradients and
-the engine sums each back to its input's shape (``sum_to``, the one inverse of
-broadcasting). Masking rules (relu, clip, maximum, where) select with ``where``; they never
-multiply by a mask, so a NaN or inf elsewhere cannot leak into a gradient.
+in first order, Tensors in higher order; docs/architecture.md), most of them one ``row`` of a
+family below (``UNARY``, ``BINARY``, ``COMPARE``). Binary ops are registered with
+``broadcast=True``: their rules return output-shaped gradients and the engine sums each back
+to its input's shape (``sum_to``, the one inverse of broadcasting). Masking rules (relu, clip,
+maximum, where) select with ``where``; they never multiply by a mask, so a NaN or inf
+elsewhere cannot leak into a gradient.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 from ..engine import run_op
 from ..errors import named
 from ..tensor import Tensor
-from ._registry import Sample, composite, defop, public
+from ._registry import Family, Sample, composite, defop, public, row
 
 
 def _r(rng, *shape, low=None, away=None):
@@ -38,6 +39,38 @@ def _unary_samples(low=None, away=None):
                         Sample(_r(rng, low=low, away=away))]
 
 
+# -- the families: the public function each row gets ------------------------------------------
+
+
+def _unary_fn(op, name):
+    def fn(x):
+        return run_op(op, x)
+    return fn
+
+
+def _binary_fn(op, name):
+    def fn(x, y):
+        return run_op(op, x, y)
+    return fn
+
+
+def _compare_fn(op, name):
+    def fn(x, y):  # an operator: NotImplemented for what it cannot compare (``t == None`` is False)
+        if y is None:
+            return NotImplemented
+        try:
+            return run_op(op, x, y)
+        except TypeError:
+            return NotImplemented
+    return fn
+
+
+UNARY = Family("elementwise", _unary_fn, doc="{name}(x), elementwise.", ufunc=True, torch=True)
+BINARY = Family("elementwise", _binary_fn, ufunc=True, broadcast=True, save=(0, 1))
+COMPARE = Family("elementwise", _compare_fn, doc="Elementwise {name} (a bool tensor; not differentiable).",
+                 broadcast=True)
+
+
 # -- arithmetic ---------------------------------------------------------------------------
 
 
@@ -45,28 +78,18 @@ def _add_rule(ctx, g):
     return g, g
 
 
-ADD = defop("add", lambda xp, x, y: x + y, _add_rule, broadcast=True, ufunc="add", kind="elementwise",
-            samples=_binary_samples, torch=lambda th, x, y: x + y)
-
-
-@public(ADD, method="add", dunders=("__add__", "__radd__"), numpy=(np.add,))
-def add(x, y):
-    """x + y with NumPy broadcasting."""
-    return run_op(ADD, x, y)
+add = row("add", lambda xp, x, y: x + y, _add_rule, family=BINARY, save=(), samples=_binary_samples,
+          torch=lambda th, x, y: x + y, dunders=("__add__", "__radd__"), numpy=(np.add,),
+          doc="x + y with NumPy broadcasting.")
 
 
 def _sub_rule(ctx, g):
     return g, (-g if ctx.parents[1] is not None else None)
 
 
-SUB = defop("sub", lambda xp, x, y: x - y, _sub_rule, broadcast=True, ufunc="subtract", kind="elementwise",
-            samples=_binary_samples, torch=lambda th, x, y: x - y)
-
-
-@public(SUB, method="sub", dunders=("__sub__", "__rsub__"), numpy=(np.subtract,))
-def sub(x, y):
-    """x - y with NumPy broadcasting."""
-    return run_op(SUB, x, y)
+sub = row("sub", lambda xp, x, y: x - y, _sub_rule, family=BINARY, save=(), ufunc="subtract",
+          samples=_binary_samples, torch=lambda th, x, y: x - y, dunders=("__sub__", "__rsub__"),
+          numpy=(np.subtract,), doc="x - y with NumPy broadcasting.")
 
 
 def _mul_rule(ctx, g):
@@ -76,14 +99,9 @@ def _mul_rule(ctx, g):
     return (None if y is None else g * y), (None if x is None else g * x)
 
 
-MUL = defop("mul", lambda xp, x, y: x * y, _mul_rule, save=(0, 1), cross=True, broadcast=True,
-            ufunc="multiply", kind="elementwise", samples=_binary_samples, torch=lambda th, x, y: x * y)
-
-
-@public(MUL, method="mul", dunders=("__mul__", "__rmul__"), numpy=(np.multiply,))
-def mul(x, y):
-    """x * y with NumPy broadcasting."""
-    return run_op(MUL, x, y)
+mul = row("mul", lambda xp, x, y: x * y, _mul_rule, family=BINARY, cross=True, ufunc="multiply",
+          samples=_binary_samples, torch=lambda th, x, y: x * y, dunders=("__mul__", "__rmul__"),
+          numpy=(np.multiply,), doc="x * y with NumPy broadcasting.")
 
 
 def _scaled_mul_fwd(xp, x, y, c):
@@ -120,14 +138,10 @@ def _div_rule(ctx, g):
     return gx, (-gx * x / y if ctx.parents[1] is not None else None)
 
 
-DIV = defop("div", lambda xp, x, y: x / y, _div_rule, save=(0, 1), broadcast=True, ufunc="divide", kind="elementwise",
-            samples=lambda rng: _binary_samples(rng, low=0.5), torch=lambda th, x, y: x / y)
-
-
-@public(DIV, method=("div", "divide"), dunders=("__truediv__", "__rtruediv__"), numpy=(np.true_divide,))
-def div(x, y):
-    """x / y (true division) with NumPy broadcasting."""
-    return run_op(DIV, x, y)
+div = row("div", lambda xp, x, y: x / y, _div_rule, family=BINARY, ufunc="divide",
+          samples=lambda rng: _binary_samples(rng, low=0.5), torch=lambda th, x, y: x / y, method=("div", "divide"),
+          dunders=("__truediv__", "__rtruediv__"), numpy=(np.true_divide,),
+          doc="x / y (true division) with NumPy broadcasting.")
 
 
 def _pow_rule(ctx, g):
@@ -149,25 +163,15 @@ def _pow_rule(ctx, g):
     return gx, gy
 
 
-POW = defop("pow", lambda xp, x, y: x ** y, _pow_rule, save=(0, 1), broadcast=True,
-            kind="elementwise", torch=lambda th, x, y: x ** y,
-            samples=lambda rng: _binary_samples(rng, low=0.5) + [Sample(_r(rng, 3, 4), 2), Sample(_r(rng, 4), 3.0),
-                                                                  Sample(_r(rng, 4), 0)])
-
-
-@public(POW, method="pow", dunders=("__pow__", "__rpow__"), numpy=(np.power,))
-def pow(x, y):  # noqa: A001 - the public name
-    """x ** y with NumPy broadcasting (either may be a Python number)."""
-    return run_op(POW, x, y)
-
-
-FLOORDIV = defop("floordiv", lambda xp, x, y: x // y, kind="elementwise", broadcast=True)
-
-
-@public(FLOORDIV, method="floor_divide", dunders=("__floordiv__", "__rfloordiv__"), numpy=(np.floor_divide,))
-def floordiv(x, y):
-    """x // y (floor division; not differentiable: the result does not require grad)."""
-    return run_op(FLOORDIV, x, y)
+pow = row("pow", lambda xp, x, y: x ** y, _pow_rule, family=BINARY, ufunc=None,  # noqa: A001
+          torch=lambda th, x, y: x ** y,
+          samples=lambda rng: _binary_samples(rng, low=0.5) + [Sample(_r(rng, 3, 4), 2), Sample(_r(rng, 4), 3.0),
+                                                                Sample(_r(rng, 4), 0)],
+          dunders=("__pow__", "__rpow__"), numpy=(np.power,),
+          doc="x ** y with NumPy broadcasting (either may be a Python number).")
+floordiv = row("floordiv", lambda xp, x, y: x // y, family=BINARY, save=(), method="floor_divide",
+               dunders=("__floordiv__", "__rfloordiv__"), numpy=(np.floor_divide,),
+               doc="x // y (floor division; not differentiable: the result does not require grad).")
 
 
 def _mod_rule(ctx, g):
@@ -175,16 +179,11 @@ def _mod_rule(ctx, g):
     return g, (-g * (x // y) if ctx.parents[1] is not None else None)
 
 
-MOD = defop("mod", lambda xp, x, y: x % y, _mod_rule, save=(0, 1), broadcast=True, kind="elementwise",
-            torch=lambda th, x, y: th.remainder(x, y),
-            samples=lambda rng: [Sample(_r(rng, 3, 4, low=0.3) * 3, _r(rng, 3, 4, low=0.7)),
-                                 Sample(_r(rng, 4) * 3, 1.7)])
-
-
-@public(MOD, method="remainder", dunders=("__mod__", "__rmod__"), numpy=(np.remainder,))
-def mod(x, y):
-    """x % y (Python's and NumPy's sign convention)."""
-    return run_op(MOD, x, y)
+mod = row("mod", lambda xp, x, y: x % y, _mod_rule, family=BINARY, ufunc=None,
+          torch=lambda th, x, y: th.remainder(x, y),
+          samples=lambda rng: [Sample(_r(rng, 3, 4, low=0.3) * 3, _r(rng, 3, 4, low=0.7)), Sample(_r(rng, 4) * 3, 1.7)],
+          method="remainder", dunders=("__mod__", "__rmod__"), numpy=(np.remainder,),
+          doc="x % y (Python's and NumPy's sign convention).")
 
 
 def _fmod_rule(ctx, g):
@@ -205,60 +204,32 @@ def _fmod_samples(rng):
     return [Sample(x_over(y2, 3, 4), y2), Sample(x_over(y, 2, 4), y), Sample(x_over(-1.7, 4), -1.7)]
 
 
-FMOD = defop("fmod", lambda xp, x, y: xp.fmod(x, y), _fmod_rule, save=(0, 1), broadcast=True, kind="elementwise",
-             ufunc="fmod", torch=lambda th, x, y: th.fmod(x, y), samples=_fmod_samples)
-
-
-@public(FMOD, method="fmod", numpy=(np.fmod,))
-def fmod(x, y):
-    """C's remainder ``x - trunc(x / y) y``: the sign of ``x`` (``%`` takes the sign of ``y``).
+fmod = row("fmod", lambda xp, x, y: xp.fmod(x, y), _fmod_rule, family=BINARY, torch=lambda th, x, y: th.fmod(x, y),
+           samples=_fmod_samples, numpy=(np.fmod,),
+           doc="""C's remainder ``x - trunc(x / y) y``: the sign of ``x`` (``%`` takes the sign of ``y``).
 
     >>> mg.fmod(mg.tensor([-3.0, 3.0]), 2.0)    # [-1., 1.]; mg.mod gives [1., 1.]
-    """
-    return run_op(FMOD, x, y)
-
-
-NEG = defop("neg", lambda xp, x: -x, lambda ctx, g: (-g,), kind="elementwise", ufunc="negative",
-            samples=_unary_samples(), torch=lambda th, x: -x)
-
-
-@public(NEG, method=("neg", "negative"), dunders=("__neg__",), numpy=(np.negative,))
-def neg(x):
-    """-x."""
-    return run_op(NEG, x)
+    """)
+neg = row("neg", lambda xp, x: -x, lambda ctx, g: (-g,), family=UNARY, ufunc="negative", samples=_unary_samples(),
+          torch=lambda th, x: -x, method=("neg", "negative"), dunders=("__neg__",), numpy=(np.negative,), doc="-x.")
 
 
 # -- unary math ------------------------------------------------------------------------------
 
 
-def _unary(name, forward, rule, samples, torch_name=None, numpy=(), save=(), save_out=False, method=None):
-    """Define, register and give a public face to a one-input math op (``mg.exp``, ``t.exp()``).
-    A forward that is ``xp.<name>`` is named so (``Op.ufunc``): a replay calls it directly."""
-    ufunc = name if numpy and numpy[0] is getattr(np, name, None) else None
-    torch = torch_name if callable(torch_name) else lambda th, x: getattr(th, torch_name or name)(x)
-    op = defop(name, forward, rule, save=save, save_out=save_out, kind="elementwise", samples=samples,
-               torch=torch, ufunc=ufunc)
 
-    def fn(x):
-        return run_op(op, x)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"{name}(x), elementwise."
-    return public(op, method=method or name, numpy=numpy)(fn)
-
-
-exp = _unary("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), _unary_samples(),
-             numpy=(np.exp,), save_out=True)
-log = _unary("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.saved[0],), _unary_samples(low=0.2),
-             numpy=(np.log,), save=(0,))
-log1p = _unary("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.saved[0] + 1),),
-               _unary_samples(low=0.1), numpy=(np.log1p,), save=(0,))
-sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), _unary_samples(low=0.2),
-              numpy=(np.sqrt,), save_out=True)
-sin = _unary("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * ctx.xp.cos(ctx.saved[0]),), _unary_samples(),
-             numpy=(np.sin,), save=(0,))
-cos = _unary("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * ctx.xp.sin(ctx.saved[0]),), _unary_samples(),
-             numpy=(np.cos,), save=(0,))
+exp = row("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), family=UNARY, save_out=True,
+          samples=_unary_samples(), numpy=(np.exp,))
+log = row("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.saved[0],), family=UNARY, save=(0,),
+          samples=_unary_samples(low=0.2), numpy=(np.log,))
+log1p = row("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.saved[0] + 1),), family=UNARY, save=(0,),
+            samples=_unary_samples(low=0.1), numpy=(np.log1p,))
+sqrt = row("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), family=UNARY, save_out=True,
+           samples=_unary_samples(low=0.2), numpy=(np.sqrt,))
+sin = row("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * ctx.xp.cos(ctx.saved[0]),), family=UNARY, save=(0,),
+          samples=_unary_samples(), numpy=(np.sin,))
+cos = row("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * ctx.xp.sin(ctx.saved[0]),), family=UNARY, save=(0,),
+          samples=_unary_samples(), numpy=(np.cos,))
 
 
 def _tanh_backward_rule(ctx, gg):
@@ -284,8 +255,8 @@ TANH_BACKWARD = defop("tanh_backward", _tanh_backward_fwd, _tanh_backward_rule, 
                       torch=lambda th, g, y: g * (1 - y * y))
 
 
-tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (ctx.xp.tanh_backward(g, ctx.out),), _unary_samples(),
-              numpy=(np.tanh,), save_out=True)
+tanh = row("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (ctx.xp.tanh_backward(g, ctx.out),), family=UNARY,
+           save_out=True, samples=_unary_samples(), numpy=(np.tanh,))
 
 
 def _sigmoid_fwd(xp, x):
@@ -297,32 +268,21 @@ def _sigmoid_rule(ctx, g):
     return (g * y * (1 - y),)
 
 
-sigmoid = _unary("sigmoid", _sigmoid_fwd, _sigmoid_rule, _unary_samples(), save_out=True)
-relu = _unary("relu", lambda xp, x: xp.maximum(x, 0), lambda ctx, g: (ctx.xp.where(ctx.out > 0, g, 0.0),),
-              _unary_samples(away=0.0), save_out=True)
+sigmoid = row("sigmoid", _sigmoid_fwd, _sigmoid_rule, family=UNARY, save_out=True, samples=_unary_samples())
+relu = row("relu", lambda xp, x: xp.maximum(x, 0), lambda ctx, g: (ctx.xp.where(ctx.out > 0, g, 0.0),), family=UNARY,
+           save_out=True, samples=_unary_samples(away=0.0))
 
-SIGN = defop("sign", lambda xp, x: xp.sign(x), lambda ctx, g: (ctx.xp.zeros_like(g),), kind="elementwise",
-             samples=_unary_samples(away=0.0), torch=lambda th, x: th.sign(x))
-
-
-@public(SIGN, method="sign", numpy=(np.sign,))
-def sign(x):
-    """-1, 0 or 1 by the sign of x; a zero gradient (recorded, as PyTorch's)."""
-    return run_op(SIGN, x)
+sign = row("sign", lambda xp, x: xp.sign(x), lambda ctx, g: (ctx.xp.zeros_like(g),), family=UNARY,
+           samples=_unary_samples(away=0.0), numpy=(np.sign,),
+           doc="-1, 0 or 1 by the sign of x; a zero gradient (recorded, as PyTorch's).")
 
 
-abs = _unary("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),), _unary_samples(away=0.0),  # noqa: A001
-             numpy=(np.absolute,), save=(0,))
+abs = row("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),), family=UNARY, save=(0,),
+          samples=_unary_samples(away=0.0), numpy=(np.absolute,))
 
-CLONE = defop("clone", lambda xp, x: x.copy() if hasattr(x, "copy") else xp.array(x),  # a Python number too
-              lambda ctx, g: (g,), kind="elementwise",
-              samples=_unary_samples(), torch=lambda th, x: x.clone())
-
-
-@public(CLONE, method=("clone", "copy"), numpy=(np.copy,))
-def clone(x):
-    """A copy with its own storage; the gradient passes through."""
-    return run_op(CLONE, x)
+clone = row("clone", lambda xp, x: x.copy() if hasattr(x, "copy") else xp.array(x),  # a Python number too
+            lambda ctx, g: (g,), family=UNARY, samples=_unary_samples(), torch=lambda th, x: x.clone(),
+            method=("clone", "copy"), numpy=(np.copy,), doc="A copy with its own storage; the gradient passes through.")
 
 
 ASTYPE = defop("astype", lambda xp, x, dtype: x.astype(dtype), lambda ctx, g, dtype: (g,),  # the engine casts back
@@ -353,29 +313,17 @@ def _extremum_rule(ctx, g, bigger):
     return gx, gy
 
 
-def _binary_op(name, fwd, rule, samples, torch, numpy, doc, save_out=False):
-    ufunc = name if numpy and numpy[0] is getattr(np, name, None) else None
-    op = defop(name, fwd, rule, save=(0, 1), save_out=save_out, broadcast=True, kind="elementwise",
-               samples=samples, torch=torch, ufunc=ufunc)
-
-    def fn(x, y):
-        return run_op(op, x, y)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return public(op, method=name, numpy=numpy)(fn)
-
 
 def _distinct_samples(rng):
     return [Sample(_r(rng, 3, 4), _r(rng, 3, 4) + 0.05), Sample(_r(rng, 2, 3), _r(rng, 3) + 0.05)]
 
 
-maximum = _binary_op("maximum", lambda xp, x, y: xp.maximum(x, y), lambda ctx, g: _extremum_rule(ctx, g, True),
-                     _distinct_samples, lambda th, x, y: th.maximum(x, y), (np.maximum,),
-                     "Elementwise maximum with broadcasting; ties split the gradient evenly.")
-minimum = _binary_op("minimum", lambda xp, x, y: xp.minimum(x, y), lambda ctx, g: _extremum_rule(ctx, g, False),
-                     _distinct_samples, lambda th, x, y: th.minimum(x, y), (np.minimum,),
-                     "Elementwise minimum with broadcasting; ties split the gradient evenly.")
+maximum = row("maximum", lambda xp, x, y: xp.maximum(x, y), lambda ctx, g: _extremum_rule(ctx, g, True), family=BINARY,
+              samples=_distinct_samples, torch=lambda th, x, y: th.maximum(x, y), numpy=(np.maximum,),
+              doc="Elementwise maximum with broadcasting; ties split the gradient evenly.")
+minimum = row("minimum", lambda xp, x, y: xp.minimum(x, y), lambda ctx, g: _extremum_rule(ctx, g, False), family=BINARY,
+              samples=_distinct_samples, torch=lambda th, x, y: th.minimum(x, y), numpy=(np.minimum,),
+              doc="Elementwise minimum with broadcasting; ties split the gradient evenly.")
 
 
 def _where_fwd(xp, c, x, y):
@@ -463,40 +411,27 @@ clamp = clip
 # -- comparisons and logic (not differentiable) ---------------------------------------------------
 
 
-def _compare(name, fwd, dunders, numpy, method):
-    op = defop(name, fwd, kind="elementwise", broadcast=True)
 
-    def fn(x, y):
-        if y is None:
-            return NotImplemented
-        try:
-            return run_op(op, x, y)
-        except TypeError:
-            return NotImplemented
+lt = row("lt", lambda xp, x, y: x < y, family=COMPARE, method=("lt", "less"), dunders=("__lt__",), numpy=(np.less,))
+le = row("le", lambda xp, x, y: x <= y, family=COMPARE, method=("le", "less_equal"), dunders=("__le__",),
+         numpy=(np.less_equal,))
+gt = row("gt", lambda xp, x, y: x > y, family=COMPARE, method=("gt", "greater"), dunders=("__gt__",),
+         numpy=(np.greater,))
+ge = row("ge", lambda xp, x, y: x >= y, family=COMPARE, method=("ge", "greater_equal"), dunders=("__ge__",),
+         numpy=(np.greater_equal,))
+eq = row("eq", lambda xp, x, y: x == y, family=COMPARE, method=("eq", "equal"), dunders=("__eq__",), numpy=(np.equal,))
+ne = row("ne", lambda xp, x, y: x != y, family=COMPARE, method=("ne", "not_equal"), dunders=("__ne__",),
+         numpy=(np.not_equal,))
+logical_and = row("logical_and", lambda xp, x, y: x & y, family=COMPARE, method=(), dunders=("__and__", "__rand__"),
+                  numpy=(np.logical_and,), export=False)
+logical_or = row("logical_or", lambda xp, x, y: x | y, family=COMPARE, method=(), dunders=("__or__", "__ror__"),
+                 numpy=(np.logical_or,), export=False)
+logical_xor = row("logical_xor", lambda xp, x, y: x ^ y, family=COMPARE, method=(), dunders=("__xor__", "__rxor__"),
+                  numpy=(np.logical_xor,), export=False)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise {name} (a bool tensor; not differentiable)."
-    return public(op, method=method, dunders=dunders, numpy=numpy, export=name if method else False)(fn)
-
-
-lt = _compare("lt", lambda xp, x, y: x < y, ("__lt__",), (np.less,), ("lt", "less"))
-le = _compare("le", lambda xp, x, y: x <= y, ("__le__",), (np.less_equal,), ("le", "less_equal"))
-gt = _compare("gt", lambda xp, x, y: x > y, ("__gt__",), (np.greater,), ("gt", "greater"))
-ge = _compare("ge", lambda xp, x, y: x >= y, ("__ge__",), (np.greater_equal,), ("ge", "greater_equal"))
-eq = _compare("eq", lambda xp, x, y: x == y, ("__eq__",), (np.equal,), ("eq", "equal"))
-ne = _compare("ne", lambda xp, x, y: x != y, ("__ne__",), (np.not_equal,), ("ne", "not_equal"))
-logical_and = _compare("logical_and", lambda xp, x, y: x & y, ("__and__", "__rand__"), (np.logical_and,), ())
-logical_or = _compare("logical_or", lambda xp, x, y: x | y, ("__or__", "__ror__"), (np.logical_or,), ())
-logical_xor = _compare("logical_xor", lambda xp, x, y: x ^ y, ("__xor__", "__rxor__"), (np.logical_xor,), ())
-
-NOT = defop("logical_not", lambda xp, x: ~x if getattr(x, "dtype", np.dtype(float)).kind in "biu"
-            else xp.logical_not(x), kind="elementwise")
-
-
-@public(NOT, dunders=("__invert__",), numpy=(np.logical_not,))
-def logical_not(x):
-    """Elementwise not (``~x``)."""
-    return run_op(NOT, x)
+logical_not = row("logical_not", lambda xp, x: ~x if getattr(x, "dtype", np.dtype(float)).kind in "biu"
+                  else xp.logical_not(x), family=UNARY, method=(), dunders=("__invert__",),
+                  numpy=(np.logical_not,), doc="Elementwise not (``~x``).")
 
 
 @composite("isclose", kind="compare")

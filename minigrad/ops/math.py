@@ -15,9 +15,9 @@ import numpy as np
 
 from ..engine import run_op
 from ..errors import named
-from ._registry import Sample, composite, defop, public, registry
+from ._registry import Sample, composite, defop, op_of, public, registry, row
 from . import elementwise as _ew
-from .elementwise import _binary_op, _binary_samples, _r, _unary, _unary_samples
+from .elementwise import BINARY, UNARY, _binary_samples, _r, _unary_samples
 
 _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
@@ -49,7 +49,7 @@ def _alias(name, target, samples, doc, numpy=True):
     fn.__signature__ = inspect.signature(target)  # NumPy's arguments map onto the op's parameters
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
-    of = next(op for op in registry().values() if op.frontend is target)
+    of = registry()[op_of(target).name]
     np_fns = of.numpy if numpy else ()
     of.numpy = ()
     return composite(name, samples=samples, kind="elementwise", numpy=np_fns)(named(name)(fn))
@@ -59,55 +59,54 @@ def _alias(name, target, samples, doc, numpy=True):
 
 negative = _alias("negative", _ew.neg, _unary_samples(), "-x, elementwise (NumPy's name for ``neg``).")
 absolute = _alias("absolute", _ew.abs, _unary_samples(away=0.0), "|x|, elementwise (NumPy's name for ``abs``).")
-positive = _unary("positive", lambda xp, x: xp.positive(x), lambda ctx, g: (g,), _unary_samples(),
-                  lambda th, x: th.positive(x).clone(), numpy=(np.positive,))
-fabs = _unary("fabs", lambda xp, x: xp.fabs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),),
-              _unary_samples(away=0.0), "abs", numpy=(np.fabs,), save=(0,))
-reciprocal = _unary("reciprocal", lambda xp, x: xp.reciprocal(x), lambda ctx, g: (-g * ctx.out * ctx.out,),
-                    _unary_samples(low=0.3), numpy=(np.reciprocal,), save_out=True)
-square = _unary("square", lambda xp, x: xp.square(x), lambda ctx, g: (ctx.xp.scaled_mul(g, ctx.saved[0], c=2.0),),
-                _unary_samples(), numpy=(np.square,), save=(0,))
-cbrt = _unary("cbrt", lambda xp, x: xp.cbrt(x), lambda ctx, g: (g / (ctx.out * ctx.out * 3.0),),
-              _unary_samples(away=0.0), lambda th, x: th.sign(x) * x.abs() ** (1 / 3), numpy=(np.cbrt,), save_out=True)
-exp2 = _unary("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), _unary_samples(),
-              numpy=(np.exp2,), save_out=True)
-expm1 = _unary("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),), _unary_samples(),
-               numpy=(np.expm1,), save_out=True)
-log2 = _unary("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.saved[0] * _LN2),), _unary_samples(low=0.2),
-              numpy=(np.log2,), save=(0,))
-log10 = _unary("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.saved[0] * _LN10),),
-               _unary_samples(low=0.2), numpy=(np.log10,), save=(0,))
-tan = _unary("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (ctx.out * ctx.out + 1.0),), _uniform(-1.2, 1.2),
-             numpy=(np.tan,), save_out=True)
-arcsin = _unary("arcsin", lambda xp, x: xp.arcsin(x),
-                lambda ctx, g: (g / ctx.xp.sqrt(1.0 - ctx.saved[0] * ctx.saved[0]),), _uniform(-0.9, 0.9),
-                numpy=(np.arcsin,), save=(0,))
-arccos = _unary("arccos", lambda xp, x: xp.arccos(x),
-                lambda ctx, g: (-g / ctx.xp.sqrt(1.0 - ctx.saved[0] * ctx.saved[0]),), _uniform(-0.9, 0.9),
-                numpy=(np.arccos,), save=(0,))
-arctan = _unary("arctan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / (ctx.saved[0] * ctx.saved[0] + 1.0),),
-                _unary_samples(), numpy=(np.arctan,), save=(0,))
-sinh = _unary("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * ctx.xp.cosh(ctx.saved[0]),), _unary_samples(),
-              numpy=(np.sinh,), save=(0,))
-cosh = _unary("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * ctx.xp.sinh(ctx.saved[0]),), _unary_samples(),
-              numpy=(np.cosh,), save=(0,))
-arcsinh = _unary("arcsinh", lambda xp, x: xp.arcsinh(x),
-                 lambda ctx, g: (g / ctx.xp.sqrt(ctx.saved[0] * ctx.saved[0] + 1.0),), _unary_samples(),
-                 numpy=(np.arcsinh,), save=(0,))
-arccosh = _unary("arccosh", lambda xp, x: xp.arccosh(x),
-                 lambda ctx, g: (g / ctx.xp.sqrt(ctx.saved[0] * ctx.saved[0] - 1.0),), _unary_samples(low=1.2),
-                 numpy=(np.arccosh,), save=(0,))
-arctanh = _unary("arctanh", lambda xp, x: xp.arctanh(x),
-                 lambda ctx, g: (g / (1.0 - ctx.saved[0] * ctx.saved[0]),), _uniform(-0.9, 0.9),
-                 numpy=(np.arctanh,), save=(0,))
-deg2rad = _unary("deg2rad", lambda xp, x: xp.deg2rad(x), lambda ctx, g: (g * (math.pi / 180),), _unary_samples(),
-                 numpy=(np.deg2rad,))
-rad2deg = _unary("rad2deg", lambda xp, x: xp.rad2deg(x), lambda ctx, g: (g * (180 / math.pi),), _unary_samples(),
-                 numpy=(np.rad2deg,))
-radians = _unary("radians", lambda xp, x: xp.radians(x), lambda ctx, g: (g * (math.pi / 180),), _unary_samples(),
-                 "deg2rad", numpy=(np.radians,))
-degrees = _unary("degrees", lambda xp, x: xp.degrees(x), lambda ctx, g: (g * (180 / math.pi),), _unary_samples(),
-                 "rad2deg", numpy=(np.degrees,))
+positive = row("positive", lambda xp, x: xp.positive(x), lambda ctx, g: (g,), family=UNARY, samples=_unary_samples(),
+               torch=lambda th, x: th.positive(x).clone(), numpy=(np.positive,))
+fabs = row("fabs", lambda xp, x: xp.fabs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),), family=UNARY, save=(0,),
+           samples=_unary_samples(away=0.0), torch=lambda th, x: th.abs(x), numpy=(np.fabs,))
+reciprocal = row("reciprocal", lambda xp, x: xp.reciprocal(x), lambda ctx, g: (-g * ctx.out * ctx.out,), family=UNARY,
+                 save_out=True, samples=_unary_samples(low=0.3), numpy=(np.reciprocal,))
+square = row("square", lambda xp, x: xp.square(x), lambda ctx, g: (ctx.xp.scaled_mul(g, ctx.saved[0], c=2.0),),
+             family=UNARY, save=(0,), samples=_unary_samples(), numpy=(np.square,))
+cbrt = row("cbrt", lambda xp, x: xp.cbrt(x), lambda ctx, g: (g / (ctx.out * ctx.out * 3.0),), family=UNARY,
+           save_out=True, samples=_unary_samples(away=0.0), torch=lambda th, x: th.sign(x) * x.abs() ** (1 / 3),
+           numpy=(np.cbrt,))
+exp2 = row("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), family=UNARY, save_out=True,
+           samples=_unary_samples(), numpy=(np.exp2,))
+expm1 = row("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),), family=UNARY, save_out=True,
+            samples=_unary_samples(), numpy=(np.expm1,))
+log2 = row("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.saved[0] * _LN2),), family=UNARY, save=(0,),
+           samples=_unary_samples(low=0.2), numpy=(np.log2,))
+log10 = row("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.saved[0] * _LN10),), family=UNARY, save=(0,),
+            samples=_unary_samples(low=0.2), numpy=(np.log10,))
+tan = row("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (ctx.out * ctx.out + 1.0),), family=UNARY, save_out=True,
+          samples=_uniform(-1.2, 1.2), numpy=(np.tan,))
+arcsin = row("arcsin", lambda xp, x: xp.arcsin(x), lambda ctx, g: (g / ctx.xp.sqrt(1.0 - ctx.saved[0] * ctx.saved[0]),),
+             family=UNARY, save=(0,), samples=_uniform(-0.9, 0.9), numpy=(np.arcsin,))
+arccos = row("arccos", lambda xp, x: xp.arccos(x),
+             lambda ctx, g: (-g / ctx.xp.sqrt(1.0 - ctx.saved[0] * ctx.saved[0]),), family=UNARY, save=(0,),
+             samples=_uniform(-0.9, 0.9), numpy=(np.arccos,))
+arctan = row("arctan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / (ctx.saved[0] * ctx.saved[0] + 1.0),),
+             family=UNARY, save=(0,), samples=_unary_samples(), numpy=(np.arctan,))
+sinh = row("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * ctx.xp.cosh(ctx.saved[0]),), family=UNARY, save=(0,),
+           samples=_unary_samples(), numpy=(np.sinh,))
+cosh = row("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * ctx.xp.sinh(ctx.saved[0]),), family=UNARY, save=(0,),
+           samples=_unary_samples(), numpy=(np.cosh,))
+arcsinh = row("arcsinh", lambda xp, x: xp.arcsinh(x),
+              lambda ctx, g: (g / ctx.xp.sqrt(ctx.saved[0] * ctx.saved[0] + 1.0),), family=UNARY, save=(0,),
+              samples=_unary_samples(), numpy=(np.arcsinh,))
+arccosh = row("arccosh", lambda xp, x: xp.arccosh(x),
+              lambda ctx, g: (g / ctx.xp.sqrt(ctx.saved[0] * ctx.saved[0] - 1.0),), family=UNARY, save=(0,),
+              samples=_unary_samples(low=1.2), numpy=(np.arccosh,))
+arctanh = row("arctanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1.0 - ctx.saved[0] * ctx.saved[0]),),
+              family=UNARY, save=(0,), samples=_uniform(-0.9, 0.9), numpy=(np.arctanh,))
+deg2rad = row("deg2rad", lambda xp, x: xp.deg2rad(x), lambda ctx, g: (g * (math.pi / 180),), family=UNARY,
+              samples=_unary_samples(), numpy=(np.deg2rad,))
+rad2deg = row("rad2deg", lambda xp, x: xp.rad2deg(x), lambda ctx, g: (g * (180 / math.pi),), family=UNARY,
+              samples=_unary_samples(), numpy=(np.rad2deg,))
+radians = row("radians", lambda xp, x: xp.radians(x), lambda ctx, g: (g * (math.pi / 180),), family=UNARY,
+              samples=_unary_samples(), torch=lambda th, x: th.deg2rad(x), numpy=(np.radians,))
+degrees = row("degrees", lambda xp, x: xp.degrees(x), lambda ctx, g: (g * (180 / math.pi),), family=UNARY,
+              samples=_unary_samples(), torch=lambda th, x: th.rad2deg(x), numpy=(np.degrees,))
 
 
 def _sinc_rule(ctx, g):
@@ -129,10 +128,14 @@ def sinc(x):
 
 
 # the rounding functions: a zero gradient (recorded, as PyTorch's), values and dtypes as NumPy's
-floor = _unary("floor", lambda xp, x: xp.floor(x), _zero_rule, _away_from_ints, numpy=(np.floor,), method="floor")
-ceil = _unary("ceil", lambda xp, x: xp.ceil(x), _zero_rule, _away_from_ints, numpy=(np.ceil,), method="ceil")
-trunc = _unary("trunc", lambda xp, x: xp.trunc(x), _zero_rule, _away_from_ints, numpy=(np.trunc,), method="trunc")
-rint = _unary("rint", lambda xp, x: xp.rint(x), _zero_rule, _away_from_ints, "round", numpy=(np.rint,))
+floor = row("floor", lambda xp, x: xp.floor(x), _zero_rule, family=UNARY, samples=_away_from_ints, method="floor",
+            numpy=(np.floor,))
+ceil = row("ceil", lambda xp, x: xp.ceil(x), _zero_rule, family=UNARY, samples=_away_from_ints, method="ceil",
+           numpy=(np.ceil,))
+trunc = row("trunc", lambda xp, x: xp.trunc(x), _zero_rule, family=UNARY, samples=_away_from_ints, method="trunc",
+            numpy=(np.trunc,))
+rint = row("rint", lambda xp, x: xp.rint(x), _zero_rule, family=UNARY, samples=_away_from_ints,
+           torch=lambda th, x: th.round(x), numpy=(np.rint,))
 
 ROUND = defop("round", lambda xp, x, decimals=0: xp.round(x, decimals), _zero_rule, kind="elementwise",
               samples=lambda rng: _away_from_ints(rng) + [Sample(_away_from_ints(rng)[0].args[0] / 10, decimals=1)],
@@ -191,12 +194,12 @@ def _distinct(rng):
     return [Sample(_r(rng, 3, 4), _r(rng, 3, 4) + 0.05), Sample(_r(rng, 2, 3), _r(rng, 3) + 0.05)]
 
 
-fmax = _binary_op("fmax", lambda xp, x, y: xp.fmax(x, y), lambda ctx, g: _fextremum_rule(ctx, g, True), _distinct,
-                  _th("fmax"), (np.fmax,),
-                  "Elementwise maximum ignoring NaN; ties split the gradient evenly.")
-fmin = _binary_op("fmin", lambda xp, x, y: xp.fmin(x, y), lambda ctx, g: _fextremum_rule(ctx, g, False), _distinct,
-                  _th("fmin"), (np.fmin,),
-                  "Elementwise minimum ignoring NaN; ties split the gradient evenly.")
+fmax = row("fmax", lambda xp, x, y: xp.fmax(x, y), lambda ctx, g: _fextremum_rule(ctx, g, True), family=BINARY,
+           samples=_distinct, torch=_th("fmax"), numpy=(np.fmax,),
+           doc="Elementwise maximum ignoring NaN; ties split the gradient evenly.")
+fmin = row("fmin", lambda xp, x, y: xp.fmin(x, y), lambda ctx, g: _fextremum_rule(ctx, g, False), family=BINARY,
+           samples=_distinct, torch=_th("fmin"), numpy=(np.fmin,),
+           doc="Elementwise minimum ignoring NaN; ties split the gradient evenly.")
 
 
 def _logaddexp_rule(ctx, g, base2=False):
@@ -207,13 +210,12 @@ def _logaddexp_rule(ctx, g, base2=False):
             g * f(y - out) if ctx.parents[1] is not None else None)
 
 
-logaddexp = _binary_op("logaddexp", lambda xp, x, y: xp.logaddexp(x, y), _logaddexp_rule, _binary_samples,
-                       _th("logaddexp"), (np.logaddexp,),
-                       "log(exp(x) + exp(y)), computed stably.", save_out=True)
-logaddexp2 = _binary_op("logaddexp2", lambda xp, x, y: xp.logaddexp2(x, y),
-                        lambda ctx, g: _logaddexp_rule(ctx, g, True), _binary_samples,
-                        _th("logaddexp2"), (np.logaddexp2,),
-                        "log2(2**x + 2**y), computed stably.", save_out=True)
+logaddexp = row("logaddexp", lambda xp, x, y: xp.logaddexp(x, y), _logaddexp_rule, family=BINARY, save_out=True,
+                samples=_binary_samples, torch=_th("logaddexp"), numpy=(np.logaddexp,),
+                doc="log(exp(x) + exp(y)), computed stably.")
+logaddexp2 = row("logaddexp2", lambda xp, x, y: xp.logaddexp2(x, y), lambda ctx, g: _logaddexp_rule(ctx, g, True),
+                 family=BINARY, save_out=True, samples=_binary_samples, torch=_th("logaddexp2"), numpy=(np.logaddexp2,),
+                 doc="log2(2**x + 2**y), computed stably.")
 
 
 def _arctan2_rule(ctx, g):
@@ -222,9 +224,9 @@ def _arctan2_rule(ctx, g):
     return (r2 * x if ctx.parents[0] is not None else None, -r2 * y if ctx.parents[1] is not None else None)
 
 
-arctan2 = _binary_op("arctan2", lambda xp, x, y: xp.arctan2(x, y), _arctan2_rule, lambda rng: _binary_samples(rng, low=0.3),
-                     _th("arctan2"), (np.arctan2,), "The angle of the point (x2, x1): arctan(x1 / x2) "
-                     "in the right quadrant.")
+arctan2 = row("arctan2", lambda xp, x, y: xp.arctan2(x, y), _arctan2_rule, family=BINARY,
+              samples=lambda rng: _binary_samples(rng, low=0.3), torch=_th("arctan2"), numpy=(np.arctan2,),
+              doc="The angle of the point (x2, x1): arctan(x1 / x2) in the right quadrant.")
 
 
 def _hypot_rule(ctx, g):
@@ -233,8 +235,9 @@ def _hypot_rule(ctx, g):
     return (q * x if ctx.parents[0] is not None else None, q * y if ctx.parents[1] is not None else None)
 
 
-hypot = _binary_op("hypot", lambda xp, x, y: xp.hypot(x, y), _hypot_rule, lambda rng: _binary_samples(rng, low=0.3),
-                   _th("hypot"), (np.hypot,), "sqrt(x² + y²), elementwise.", save_out=True)
+hypot = row("hypot", lambda xp, x, y: xp.hypot(x, y), _hypot_rule, family=BINARY, save_out=True,
+            samples=lambda rng: _binary_samples(rng, low=0.3), torch=_th("hypot"), numpy=(np.hypot,),
+            doc="sqrt(x² + y²), elementwise.")
 
 
 def _copysign_rule(ctx, g):
@@ -244,32 +247,24 @@ def _copysign_rule(ctx, g):
             xp.zeros_like(g) if ctx.parents[1] is not None else None)
 
 
-copysign = _binary_op("copysign", lambda xp, x, y: xp.copysign(x, y), _copysign_rule,
-                      lambda rng: [Sample(_r(rng, 3, 4, away=0.0), _r(rng, 3, 4, away=0.0)),
-                                   Sample(_r(rng, 4, away=0.0), -1.0)],
-                      _th("copysign"), (np.copysign,),
-                      "|x| with the sign of y; the gradient in y is 0.", save_out=True)
+copysign = row("copysign", lambda xp, x, y: xp.copysign(x, y), _copysign_rule, family=BINARY, save_out=True,
+               samples=lambda rng: [Sample(_r(rng, 3, 4, away=0.0), _r(rng, 3, 4, away=0.0)),
+                                    Sample(_r(rng, 4, away=0.0), -1.0)],
+               torch=_th("copysign"), numpy=(np.copysign,), doc="|x| with the sign of y; the gradient in y is 0.")
 
 
 
 # -- predicates (bool results, not differentiable; rules use isnan) -------------------------------
 
 
-def _predicate(name, doc):
-    op = defop(name, lambda xp, x: getattr(xp, name)(x), kind="elementwise")
-
-    def fn(x):
-        return run_op(op, x)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return public(op, numpy=(getattr(np, name),))(fn)
-
-
-isnan = _predicate("isnan", "Where x is NaN (a bool tensor).")
-isinf = _predicate("isinf", "Where x is +inf or -inf (a bool tensor).")
-isfinite = _predicate("isfinite", "Where x is neither NaN nor infinite (a bool tensor).")
-signbit = _predicate("signbit", "Where the sign bit is set (-0.0 included; a bool tensor).")
+isnan = row("isnan", lambda xp, x: xp.isnan(x), family=UNARY, method=(), numpy=(np.isnan,),
+            doc="Where x is NaN (a bool tensor).")
+isinf = row("isinf", lambda xp, x: xp.isinf(x), family=UNARY, method=(), numpy=(np.isinf,),
+            doc="Where x is +inf or -inf (a bool tensor).")
+isfinite = row("isfinite", lambda xp, x: xp.isfinite(x), family=UNARY, method=(), numpy=(np.isfinite,),
+               doc="Where x is neither NaN nor infinite (a bool tensor).")
+signbit = row("signbit", lambda xp, x: xp.signbit(x), family=UNARY, method=(), numpy=(np.signbit,),
+              doc="Where the sign bit is set (-0.0 included; a bool tensor).")
 
 
 _NOTES = {

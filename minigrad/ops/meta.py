@@ -8,7 +8,7 @@ import numpy as np
 from ..engine import run_op
 from ..errors import named
 from ..tensor import Tensor
-from ._registry import as_tensor, composite, defop, public
+from ._registry import Family, as_tensor, composite, row
 
 
 def _meta(x):
@@ -55,16 +55,14 @@ def _like_fwd(fill):
     return fwd
 
 
-def _like(name, fill, doc):
-    op = defop(name, _like_fwd(fill), kind="other")
-
+def _like_fn(op, name):
     def make(a, fill_value, dtype, order, subok, shape, device, requires_grad):
         if order not in ("K", "C", "A") or subok is not True:
             raise TypeError(f"{name}: order={order!r} / subok={subok!r} are not supported on Tensors")
         x = as_tensor(a, name)
         params = {"dtype": None if dtype is None else np.dtype(dtype),
                   "shape": None if shape is None else ((shape,) if isinstance(shape, int) else tuple(shape))}
-        if fill == "full":
+        if name == "full_like":
             if isinstance(fill_value, complex):
                 raise TypeError(f"full_like: complex fill_value {fill_value!r} is not supported (minigrad has no complex dtypes)")
             params["fill_value"] = fill_value.item() if isinstance(fill_value, Tensor) else fill_value
@@ -75,21 +73,25 @@ def _like(name, fill, doc):
             out.requires_grad_()
         return out
 
-    if fill == "full":
+    if name == "full_like":
         def fn(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None, requires_grad=False):
             return make(a, fill_value, dtype, order, subok, shape, device, requires_grad)
     else:
         def fn(a, dtype=None, order="K", subok=True, shape=None, *, device=None, requires_grad=False):
             return make(a, None, dtype, order, subok, shape, device, requires_grad)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return public(op, numpy=(getattr(np, name),))(named(name)(fn))
+    return fn
 
 
-zeros_like = _like("zeros_like", "zeros", "A Tensor of zeros with ``a``'s shape and dtype (NumPy's keywords; "
-                   "``device=``, ``requires_grad=`` as mg.zeros).")
-ones_like = _like("ones_like", "ones", "A Tensor of ones with ``a``'s shape and dtype (NumPy's keywords).")
-empty_like = _like("empty_like", "empty", "An uninitialised Tensor with ``a``'s shape and dtype.")
-full_like = _like("full_like", "full", "A Tensor of ``fill_value`` with ``a``'s shape and dtype (NumPy's "
-                  "``full_like(a, fill_value, dtype=None, ...)``).")
+LIKE = Family("other", _like_fn, named=True)  # NumPy's *_like factories: constants shaped like a tensor
+
+
+zeros_like = row("zeros_like", _like_fwd("zeros"), family=LIKE, method=(), numpy=(np.zeros_like,),
+                 doc="A Tensor of zeros with ``a``'s shape and dtype (NumPy's keywords; "
+                     "``device=``, ``requires_grad=`` as mg.zeros).")
+ones_like = row("ones_like", _like_fwd("ones"), family=LIKE, method=(), numpy=(np.ones_like,),
+                doc="A Tensor of ones with ``a``'s shape and dtype (NumPy's keywords).")
+empty_like = row("empty_like", _like_fwd("empty"), family=LIKE, method=(), numpy=(np.empty_like,),
+                 doc="An uninitialised Tensor with ``a``'s shape and dtype.")
+full_like = row("full_like", _like_fwd("full"), family=LIKE, method=(), numpy=(np.full_like,),
+                doc="A Tensor of ``fill_value`` with ``a``'s shape and dtype (NumPy's "
+                    "``full_like(a, fill_value, dtype=None, ...)``).")

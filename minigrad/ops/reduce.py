@@ -13,8 +13,7 @@ from ..backend import to_numpy
 from ..engine import run_op
 from ..errors import NAMED_ERRORS, AxisError, named, reraise
 from ..tensor import Tensor
-from ._registry import Sample, composite, defop, public
-from ._registry import as_tensor, linear
+from ._registry import Family, Sample, as_tensor, composite, defop, linear, public, row
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
@@ -107,6 +106,18 @@ def _reduce_samples(rng):
     x = rng.standard_normal((2, 3, 4))
     return [Sample(x, axes=(1,), keepdims=False), Sample(x, axes=(0, 2), keepdims=True),
             Sample(x, axes=(0, 1, 2), keepdims=False), Sample(rng.standard_normal(5), axes=(0,), keepdims=False)]
+
+
+def _reduce_fn(op, name):
+    def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
+        x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, name)
+        return run_op(op, x, axes=axes, keepdims=keepdims)
+    return fn
+
+
+# a reduction over axes: ``forward(xp, x, axes, keepdims)``, its public function takes NumPy's and
+# PyTorch's spellings (reduce_args)
+REDUCE = Family("reduce", _reduce_fn, named=True, info=_axes_info)
 
 
 # -- sum ------------------------------------------------------------------------------------
@@ -317,49 +328,7 @@ def _extreme_samples(rng):
             Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True)]
 
 
-def _extreme_op(name, numpy_fn):
-    def fwd(xp, x, axes, keepdims):
-        return (x.max if name == "max" else x.min)(axes, None, keepdims)
-
-    op = defop(name, fwd, _extreme_rule, save=(0,), save_out=True, kind="reduce", samples=_extreme_samples,
-               info=_axes_info, jvp=_extreme_jvp,
-               torch=lambda th, x, axes, keepdims: getattr(th, "amax" if name == "max" else "amin")(x, axes, keepdims))
-
-    pair = namedtuple(name, ["values", "indices"])  # PyTorch's torch.return_types.max / min
-
-    def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
-        if dim is not NOARG and dim is not None and not isinstance(dim, numbers.Integral):
-            raise TypeError(f"{name}: dim= takes one int and returns PyTorch's (values, indices), got dim={dim!r}; "
-                            f"for several axes write {name}(axis={dim!r}) (values only)")
-        x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, name)
-        xd = x.data
-        if xd.size == 0 and any(xd.shape[a] == 0 for a in axes):
-            raise ValueError(f"{name}: zero-size reduction over axes {axes} of shape {xd.shape} has no identity")
-        values = x.clone() if not axes else run_op(op, x, axes=axes, keepdims=keepdims)
-        if dim is NOARG or dim is None:
-            return values
-        # PyTorch's spelling, PyTorch's result: the named pair (values, indices)
-        return pair(values, (argmax if name == "max" else argmin)(x, axis=axes[0], keepdims=keepdims))
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"{'Maximum' if name == 'max' else 'Minimum'} over the given axes; the gradient is split evenly "
-                  f"among ties.\n\nNumPy's spelling (``axis=``, a positional axis) returns the values; PyTorch's "
-                  f"``dim=`` (one int) returns PyTorch's named pair ``(values, indices)``.\n\n"
-                  f">>> values, indices = mg.tensor([[1.0, 5.0], [7.0, 2.0]]).{name}(dim=1)")
-    return public(op, method=name, numpy=numpy_fn)(named(name)(fn))
-
-
-max = _extreme_op("max", (np.max,))  # noqa: A001
-min = _extreme_op("min", (np.min,))  # noqa: A001
-
-
-def _arg_op(name, numpy_fn):
-    def fwd(xp, x, axis, keepdims):
-        out = (x.argmax if name == "argmax" else x.argmin)(axis=axis, keepdims=keepdims)
-        return xp.asarray(out).astype(np.int64, copy=False)
-
-    op = defop(name, fwd, kind="reduce")
-
+def _arg_fn(op, name):
     def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
         axis = pick("axis", axis, "dim", dim, None, name)
         keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, name))
@@ -375,13 +344,54 @@ def _arg_op(name, numpy_fn):
             raise ValueError(f"{name}: empty tensor of shape {x.shape} has no {name[3:]}")
         return run_op(op, x, axis=axis, keepdims=keepdims)
 
-    fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Index of the {name[3:]}imum (flattened when axis is None); int64, not differentiable."
-    return public(op, method=name, numpy=numpy_fn)(named(name)(fn))
+    return fn
 
 
-argmax = _arg_op("argmax", (np.argmax,))
-argmin = _arg_op("argmin", (np.argmin,))
+def _extreme_fn(op, name, indices):
+    pair = namedtuple(name, ["values", "indices"])  # PyTorch's torch.return_types.max / min
+
+    def fn(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
+        if dim is not NOARG and dim is not None and not isinstance(dim, numbers.Integral):
+            raise TypeError(f"{name}: dim= takes one int and returns PyTorch's (values, indices), got dim={dim!r}; "
+                            f"for several axes write {name}(axis={dim!r}) (values only)")
+        x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, name)
+        xd = x.data
+        if xd.size == 0 and any(xd.shape[a] == 0 for a in axes):
+            raise ValueError(f"{name}: zero-size reduction over axes {axes} of shape {xd.shape} has no identity")
+        values = x.clone() if not axes else run_op(op, x, axes=axes, keepdims=keepdims)
+        if dim is NOARG or dim is None:
+            return values
+        return pair(values, indices(x, axis=axes[0], keepdims=keepdims))  # PyTorch's spelling, PyTorch's result
+
+    fn.__doc__ = (f"{name.capitalize()}imum over the given axes; the gradient is split evenly among ties.\n\n"
+                  f"NumPy's spelling (``axis=``, a positional axis) returns the values; PyTorch's ``dim=`` (one "
+                  f"int) returns PyTorch's named pair ``(values, indices)``.\n\n"
+                  f">>> values, indices = mg.tensor([[1.0, 5.0], [7.0, 2.0]]).{name}(dim=1)")
+    return fn
+
+
+# argmax / argmin: one axis (or none: the flat index); max / min: values, and PyTorch's (values,
+# indices) for ``dim=`` (``indices``: the row's argmax or argmin)
+ARG = Family("reduce", _arg_fn, named=True)
+EXTREME = Family("reduce", _extreme_fn, reads=("indices",), named=True, save=(0,), save_out=True, info=_axes_info,
+                 jvp=_extreme_jvp)
+
+
+def _int64(xp, out):
+    return xp.asarray(out).astype(np.int64, copy=False)
+
+
+argmax = row("argmax", lambda xp, x, axis, keepdims: _int64(xp, x.argmax(axis=axis, keepdims=keepdims)),
+             family=ARG, numpy=(np.argmax,))
+argmin = row("argmin", lambda xp, x, axis, keepdims: _int64(xp, x.argmin(axis=axis, keepdims=keepdims)),
+             family=ARG, numpy=(np.argmin,))
+max = row("max", lambda xp, x, axes, keepdims: x.max(axes, None, keepdims), _extreme_rule, family=EXTREME,  # noqa: A001
+          indices=argmax, samples=_extreme_samples, torch=lambda th, x, axes, keepdims: th.amax(x, axes, keepdims),
+          numpy=(np.max,))
+min = row("min", lambda xp, x, axes, keepdims: x.min(axes, None, keepdims), _extreme_rule, family=EXTREME,  # noqa: A001
+          indices=argmin, samples=_extreme_samples, torch=lambda th, x, axes, keepdims: th.amin(x, axes, keepdims),
+          numpy=(np.min,))
 
 ANY = defop("any", lambda xp, x, axis, keepdims: xp.asarray(x.any(axis=axis, keepdims=keepdims)), kind="reduce")
 ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, keepdims=keepdims)), kind="reduce")
@@ -448,17 +458,9 @@ def _lse_jvp(ctx, t, axes, keepdims):
     return (ctx.xp.exp(x - _kept(ctx.out, x.shape, axes, keepdims)) * t).sum(axis=axes, keepdims=keepdims)
 
 
-LOGSUMEXP = defop("logsumexp", _lse_fwd, _lse_rule, save=(0,), save_out=True, kind="reduce", info=_axes_info,
-                  jvp=_lse_jvp,
-                  samples=_reduce_samples, torch=lambda th, x, axes, keepdims: th.logsumexp(x, axes, keepdims))
-
-
-@public(LOGSUMEXP, method="logsumexp")
-@named("logsumexp")
-def logsumexp(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
-    """log(sum(exp(x))) over the given axes, computed stably."""
-    x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, "logsumexp")
-    return run_op(LOGSUMEXP, x, axes=axes, keepdims=keepdims)
+logsumexp = row("logsumexp", _lse_fwd, _lse_rule, family=REDUCE, save=(0,), save_out=True, jvp=_lse_jvp,
+                samples=_reduce_samples, torch=lambda th, x, axes, keepdims: th.logsumexp(x, axes, keepdims),
+                doc="log(sum(exp(x))) over the given axes, computed stably.")
 
 
 def _axes1(axis, dim, ndim, op):

@@ -16,14 +16,22 @@ from .. import backend as _be
 from ..backward import sum_to
 from ..tensor import Tensor
 from . import elementwise as E
-from ._registry import Sample, composite, defop, inplace_method, linear, public
+from ._registry import Family, Sample, composite, defop, inplace_method, linear, op_of, public, row
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
 from .inplace import _const, _operand, _same_device, _self, write
 
 # -- arithmetic: the out-of-place op's own forward and rule, written into the tensor ------------------
 
 
-def _arith(op, name):
+def _inplace_fn(op, name, alpha=False):
+    if alpha:  # add_ / sub_: t += alpha * other
+        def method(t, other, *, alpha=1):
+            _self(t, name)
+            od = _operand(other, name, t)
+            other = other if isinstance(other, Tensor) else od
+            return write(t, op, name, (other * alpha if alpha != 1 else other,))
+        return method
+
     def method(t, other):
         _self(t, name)
         od = _operand(other, name, t)
@@ -35,35 +43,21 @@ def _arith(op, name):
                 msg = f"{name}: {msg.removeprefix(f'{name}: ')}"  # run_op may have named the op already
                 raise ValueError(f"{msg} (tensor dtype {t.dtype}, shape {t.shape})") from None
             raise
-
-    method.__name__ = name
-    method.__doc__ = f"``{op.name}`` in place (the other operand broadcasts to the tensor); returns the tensor."
     return method
 
 
-mul_ = _arith(E.MUL, "mul_")
-div_ = _arith(E.DIV, "div_")
-pow_ = _arith(E.POW, "pow_")
-remainder_ = _arith(E.MOD, "remainder_")
-fmod_ = _arith(E.FMOD, "fmod_")
+INPLACE = Family("inplace", _inplace_fn, reads=("of", "alpha"), inplace=True,
+                 doc="``{op}`` in place (the other operand broadcasts to the tensor); returns the tensor.")
 
-
-def _addsub(op, name):
-    def method(t, other, *, alpha=1):
-        _self(t, name)
-        od = _operand(other, name, t)
-        other = other if isinstance(other, Tensor) else od
-        if alpha != 1:
-            other = other * alpha
-        return write(t, op, name, (other,))
-
-    method.__name__ = name
-    method.__doc__ = f"``t {'+' if op is E.ADD else '-'}= alpha * other`` in place (other broadcasts to t); returns t."
-    return method
-
-
-add_ = _addsub(E.ADD, "add_")
-sub_ = _addsub(E.SUB, "sub_")
+add_ = row("add_", family=INPLACE, of=E.add, alpha=True, method=("add_", "__iadd__"),
+           doc="``t += alpha * other`` in place (other broadcasts to t); returns t.")
+sub_ = row("sub_", family=INPLACE, of=E.sub, alpha=True, method=("sub_", "__isub__"),
+           doc="``t -= alpha * other`` in place (other broadcasts to t); returns t.")
+mul_ = row("mul_", family=INPLACE, of=E.mul, method=("mul_", "__imul__"))
+div_ = row("div_", family=INPLACE, of=E.div, method=("div_", "__itruediv__"))
+pow_ = row("pow_", family=INPLACE, of=E.pow, method=("pow_", "__ipow__"))
+remainder_ = row("remainder_", family=INPLACE, of=E.mod, method=("remainder_", "__imod__"))
+fmod_ = row("fmod_", family=INPLACE, of=E.fmod, method=("fmod_",))
 
 
 # the zero gradient of an overwritten tensor is ``xp.zeros_like`` (ops/meta.py's row on Tensors)
@@ -298,12 +292,8 @@ def _strip_ones(shape, ndim):
 
 # -- their public faces (bound as Tensor methods by minigrad.ops) ---------------------------------
 
-for _op, _write, _names in ((E.ADD, add_, ("add_", "__iadd__")), (E.SUB, sub_, ("sub_", "__isub__")),
-                            (E.MUL, mul_, ("mul_", "__imul__")), (E.DIV, div_, ("div_", "__itruediv__")),
-                            (E.POW, pow_, ("pow_", "__ipow__")), (E.FLOORDIV, floor_divide_, ("floor_divide_", "__ifloordiv__")),
-                            (E.MOD, remainder_, ("remainder_", "__imod__")), (E.FMOD, fmod_, ("fmod_",)),
-                            (E.CLIP, clamp_, ("clamp_", "clip_"))):
-    inplace_method(_op, _write, *_names)
+inplace_method(op_of(E.floordiv), floor_divide_, "floor_divide_", "__ifloordiv__")
+inplace_method(E.CLIP, clamp_, "clamp_", "clip_")
 public(FILL_, method="fill_", export=False)(fill_)
 public(COPY_, method="copy_", export=False)(copy_)
 public(SETITEM, dunders=("__setitem__",), export=False)(setitem)
