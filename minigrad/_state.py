@@ -61,11 +61,13 @@ def add_observer(obs):
     return _mode.set(Mode(m.grad, m.observers + (obs,), m.fw))
 
 
-def without_observers(grad: bool, keep: tuple = (), fw: bool = True):
-    """A Mode with nobody watching but ``keep`` (the inside of an ``autograd.Function``'s
-    forward, without forward mode either: its jvp gives the tangents; backward's rules, which a
-    capture still records)."""
-    return _mode.set(Mode(grad, keep, _mode.get().fw if fw else None))
+def without_observers(grad: bool, fw: bool = True):
+    """A Mode with nobody watching but a capture, which still writes the array calls down (the
+    inside of an ``autograd.Function``'s forward, without forward mode either: its jvp gives the
+    tangents; backward's rules, timed as the rule's backward)."""
+    m = _mode.get()
+    keep = tuple(o for o in m.observers if getattr(o, "captures", False))
+    return _mode.set(Mode(grad, keep, m.fw if fw else None))
 
 
 def set_levels(fw):
@@ -128,18 +130,14 @@ def note_write(t) -> None:
     _tell("write", t)
 
 
-def born(t) -> None:
-    """A Tensor was made (an op's output, ``wrap``, ``Tensor(...)``) while this thread may be
-    capturing: a capture reads it from the array it was made with, never as a live tensor."""
-    _tell("born", t)
-
-
 def guard(obj, attr: str) -> None:
     """The step reads ``obj.attr`` as Python (a module's ``training``): a capture checks, before
     each replay, that it still has the value it had, and captures again when it has not."""
     _tell("guard", obj, attr)
 
 
-def assign(obj, attr: str) -> None:
-    """The step itself sets ``obj.attr`` (``model.train()`` inside it): no guard on its value."""
-    _tell("assign", obj, attr)
+def assign(obj, attr: str, value) -> None:
+    """``obj.attr = value``, set by the step itself (``model.train()`` inside it): a capture sets
+    it again on each replay, and does not guard its value."""
+    _tell("assign", obj, attr, value)
+    setattr(obj, attr, value)

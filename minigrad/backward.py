@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import operator
 import time
+import warnings
 
 import numpy as np
 
 from . import _state
 from . import backend as _be
 from .engine import ArrayCtx, Node, _as_array, array_namespace, edge
-from .tensor import Tensor, _set_grad, wrap
+from .tensor import Tensor, wrap
 
 _get_mode = _state.get
 _perf = time.perf_counter
@@ -144,9 +145,8 @@ def _walk(order, graph, on_tensors, retain_graph, capture, leaves):
     observers = _get_mode().observers
     if observers:  # the ops rules run count as their rule's backward time, not as forward calls
         # (a capture, mg.compile, still records them: they are the replay's backward)
-        keep = tuple(o for o in observers if getattr(o, "captures", False))
-        observers = tuple(o for o in observers if o not in keep)
-        token = _state.without_observers(_get_mode().grad, keep)
+        token = _state.without_observers(_get_mode().grad)
+        observers = tuple(o for o in observers if o not in _get_mode().observers)
         try:
             return _walk_nodes(order, graph, on_tensors, retain_graph, capture, leaves, observers)
         finally:
@@ -330,6 +330,49 @@ def _into_grad(leaf, g):
         total = _as_array(cur.data + g)
     leaf._grad = t = wrap(_readonly(total))
     return t
+
+
+def _set_grad(t, g):
+    t._grad = g
+
+
+def _get_grad(t):
+    g = t._grad
+    if g is None and t._node is not None and t._node.retain is None and not t.__dict__.get("_warned"):
+        t.__dict__["_warned"] = True
+        warnings.warn("The .grad attribute of a tensor that is not a leaf is not populated during backward(); "
+                      "call .retain_grad() on it before backward() if you want its gradient", UserWarning, stacklevel=2)
+    return g
+
+
+def _assign_grad(t, g):
+    if g is not None:
+        if not isinstance(g, Tensor):
+            raise TypeError(f"grad: assigned grad must be a Tensor or None, got {type(g).__name__}")
+        if g.shape != t.shape:
+            raise ValueError(f"grad: assigned grad has shape {g.shape} but the tensor has shape {t.shape}")
+        if g.dtype != t.dtype:
+            raise TypeError(f"grad: assigned grad has dtype {g.dtype} but the tensor has dtype {t.dtype}")
+        if g.device != t.device:
+            raise ValueError(f"grad: assigned grad is on {g.device} but the tensor is on {t.device}")
+    _state.kernel(_set_grad, t, g)  # a captured step (mg.compile) assigns it again on each replay
+
+
+# Tensor.grad (bound by minigrad.ops): reading it on a non-leaf that did not retain_grad() warns
+# once, as PyTorch does; setting it is checked, and replayed by a captured step
+GRAD = property(_get_grad, _assign_grad, doc="The gradient accumulated by ``backward()`` (a Tensor), or None.")
+
+
+def zero_grads(params, set_to_none: bool = True) -> None:
+    """Forget the gradients of ``params`` (``.grad = None``, or zeros): ``zero_grad`` of optimizers
+    and modules (again on each replay of a captured step, mg.compile)."""
+    _state.kernel(_zero_grads, tuple(params), set_to_none)
+
+
+def _zero_grads(params, set_to_none):
+    for p in params:
+        g = p._grad
+        p._grad = None if set_to_none or g is None else wrap(g.data * 0)
 
 
 def _ones_like(d):

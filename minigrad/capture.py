@@ -64,7 +64,6 @@ class Capture:
         self.guards = []     # (tensor name, class, shape, dtype, requires_grad)
         self.values = {}     # (id(obj), attr) -> (obj, attr, value): Python the step read (a module's mode)
         self.assigned = set()  # (id(obj), attr) the step sets itself before reading (model.train() inside)
-        self._born = set()   # ids of Tensors made during the call (their arrays must be known)
         self.inputs = []
         self.input_tensors = {}  # id(argument Tensor) -> its number
         self.treg = {}       # id(Tensor a kernel made, such as a .grad) -> its register
@@ -89,11 +88,6 @@ class Capture:
 
     def backward(self, node, seconds, grads):
         pass
-
-    def born(self, t):
-        if not self.paused:
-            self._born.add(id(t))
-            self.hold.append(t)
 
     def op(self, op, xp, args, datas, params, out):
         """An op's forward ran: write down ``out = forward(xp, *operands, **params)``."""
@@ -169,10 +163,12 @@ class Capture:
         if not self.paused and (id(obj), attr) not in self.assigned:
             self.values.setdefault((id(obj), attr), (obj, attr, getattr(obj, attr)))
 
-    def assign(self, obj, attr):
+    def assign(self, obj, attr, value):
+        """The step sets ``obj.attr = value`` (``_state.assign``): set again on replay, never guarded."""
         if not self.paused:
             self.assigned.add((id(obj), attr))
-            self.hold.append(obj)
+            ins = [self._kernel_arg(a) for a in (obj, attr, value)]
+            self._emit(f"{self._global(setattr, 'k')}({', '.join(ins)})", [], ins, f"setattr({', '.join(ins)})")
 
     def write(self, t):
         if self.paused:
@@ -216,19 +212,13 @@ class Capture:
         if isinstance(a, Tensor):
             if id(a) in self.treg:
                 return self.treg[id(a)] + ".data"
-            if id(a) in self._born:
-                return self._known(d, f"an operand of {where!r} is")
             return self._live(a) + ".data"
         return self._value(d)
 
-    def _known(self, d, what):
-        """The register or constant holding ``d``, the array of a tensor made during the step
-        (an op's output, or a tensor the engine wrapped around a constant such as an index)."""
-        r = self.reg.get(id(d)) or self.names.get(id(d))
-        if r is None:
-            raise CompileError(f"mg.compile: internal error: {what} a tensor made during the step from an "
-                               "array the capture did not see being made; please report it")
-        return r
+    def _made(self, t):
+        """The register of the array of a Tensor made during the step (None: a live tensor, one
+        read as ``T3.data``, even if an op handed its very array on, as ``detach`` does)."""
+        return None if id(t) in self.names else self.reg.get(id(t.data))
 
     def _kernel_arg(self, a):
         if isinstance(a, Tensor):
@@ -236,14 +226,13 @@ class Capture:
                 return self.treg[id(a)]
             if id(a) in self.input_tensors:
                 return f"I{self.input_tensors[id(a)]}"
-            if id(a) in self._born:
-                return f"W({self._known(a.data, 'a kernel reads')})"
-            return self._live(a)
+            r = self._made(a)
+            return f"W({r})" if r is not None else self._live(a)  # made in the step: one over the replay's array
         if is_array(a):
             r = self.reg.get(id(a))
             return r if r is not None else self._global(a, "c")
         if isinstance(a, (list, tuple)) and any(
-                (isinstance(v, Tensor) and id(v) in self._born) or (is_array(v) and id(v) in self.reg) for v in a):
+                (isinstance(v, Tensor) and self._made(v)) or (is_array(v) and id(v) in self.reg) for v in a):
             self.refuse("building a tensor from a list of tensors computed in the step (use mg.stack)")
         return self._value(a) if isinstance(a, SCALARS) else self._global(a, "o")
 
@@ -271,8 +260,8 @@ class Capture:
                 return f"I{self.input_tensors[id(v)]}", []
             if id(v) in self.treg:
                 return self.treg[id(v)], [self.treg[id(v)]]
-            if id(v) in self._born or id(v.data) in self.reg:
-                r = self._known(v.data, "the step returns")
+            r = self._made(v)
+            if r is not None:
                 return f"W({r})", [r]
             return self._live(v), []
         if isinstance(v, (tuple, list)):

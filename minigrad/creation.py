@@ -1,4 +1,8 @@
-"""Factories: zeros, ones, full, empty, arange, linspace, eye, *_like, rand, randn."""
+"""Where arrays are made for tensors: ``Tensor(data, ...)`` itself (``init``, bound as
+``Tensor.__init__``), the factories (zeros, ones, full, empty, arange, linspace, eye, *_like),
+the random draws (rand, randn, dropout's mask...), and a tensor's own copy of an array it may
+not write. A captured step (mg.compile) makes each of these arrays again on each replay
+(``_state.kernel``), as each eager call does."""
 from __future__ import annotations
 
 import numbers
@@ -8,9 +12,95 @@ import numpy as np
 from . import _state
 from . import backend as _be
 from . import tensor as _tensor
-from .tensor import Tensor, wrap as _wrap
+from .tensor import Storage, Tensor, wrap as _wrap
 
 _rng = np.random.default_rng()
+
+
+def init(self, data, dtype=None, requires_grad=False, device=None):
+    """``Tensor(data, dtype=None, requires_grad=False, device=None)``: ``data`` (a Tensor, an array,
+    a number, nested lists) as a backend array, without a copy where none is needed."""
+    self.data = _state.kernel(_to_array, data, dtype, device) if _state.active else _to_array(data, dtype, device)
+    self._rg = False
+    self._grad = None
+    self._node = None
+    self._oidx = 0
+    self._storage = Storage()
+    self._fw = None
+    if requires_grad:
+        self.requires_grad = True
+
+
+def _to_array(data, dtype=None, device=None, op="tensor"):
+    """User data as a backend array: Python floats default to the default dtype."""
+    if isinstance(data, Tensor):
+        arr = data.data
+    elif isinstance(data, np.ndarray) or _be.is_cupy_array(data):
+        arr = data
+    elif isinstance(data, np.generic):
+        arr = np.asarray(data)
+    else:
+        if isinstance(data, (list, tuple)) and any(isinstance(e, Tensor) for e in _flat_items(data)):
+            _refuse_graph_copy(data, op)
+            data = _tensors_to_lists(data)
+        try:
+            arr = np.asarray(data)
+        except ValueError as e:  # ragged nested lists
+            raise ValueError(f"{op}: the data must be a rectangular nested list or an array; {e}") from None
+        if dtype is None and arr.dtype == np.float64:
+            arr = arr.astype(_tensor._default_dtype)
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+        if arr.dtype != dtype:
+            arr = arr.astype(dtype)
+    if arr.dtype.kind in "OUSVMm":  # objects, strings, raw bytes, dates: not numbers
+        raise TypeError(f"{op}: cannot make a tensor from {type(data).__name__} data of dtype {arr.dtype}")
+    dev = _be.parse_device(device) if device is not None else None
+    if dev is not None:
+        arr = _be.to_device(arr, dev)
+    elif _be.get_default_device() != "cpu" and not _be.is_cupy_array(arr):
+        arr = _be.to_device(arr, _be.get_default_device())
+    return arr
+
+
+def _flat_items(data):
+    stack = [data]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, (list, tuple)):
+            stack.extend(d)
+        else:
+            yield d
+
+
+def _refuse_graph_copy(data, op):
+    """A list of Tensors that require grad would be copied without its graph: refuse, say mg.stack."""
+    for e in _flat_items(data):
+        if isinstance(e, Tensor) and e.requires_grad:
+            raise TypeError(
+                f"{op}: the list holds a Tensor of shape {e.shape} that requires grad; copying it into a new "
+                "tensor would drop its graph (no gradient would flow back). Use mg.stack([...]) to keep the "
+                "graph, or detach the elements first ([t.detach() for t in ...]) for a constant"
+            )
+
+
+def _tensors_to_lists(data):
+    if isinstance(data, Tensor):
+        return _be.to_numpy(data.data)
+    if isinstance(data, (list, tuple)):
+        return [_tensors_to_lists(d) for d in data]
+    return data
+
+
+def own_copy(t):
+    """Give ``t`` a writable array of its own, a copy of its values (copy-on-write before an
+    in-place write into a read-only ``.grad`` or a broadcast array)."""
+    _state.kernel(_own_copy, t)
+
+
+def _own_copy(t):
+    t.data = d = t.data.copy()
+    return d
 
 
 def manual_seed(seed: int) -> None:

@@ -26,8 +26,7 @@ import numpy as np
 from . import _state
 from . import backend as _be
 from .errors import NAMED_ERRORS, MinigradError, reraise
-from .tensor import Tensor, _to_array, wrap
-from .tensor import get_default_dtype as _default_float
+from .tensor import Tensor, get_default_dtype, wrap
 
 OPS: dict = {}        # every registered op's record by name (``ops._registry.defop`` fills it)
 FUNCTIONS: dict = {}  # NumPy name -> minigrad's function of that name (filled where Tensor's methods are bound)
@@ -224,7 +223,9 @@ def _number_arrays(nums):
     """Python numbers that are all of an op's operands, as 0-d arrays of one dtype: NumPy's
     promotion of them, with the default dtype for floats and the default device (``mg.tensor``'s)."""
     dt = np.result_type(*nums)
-    return [_to_array(v, _default_float() if dt.kind == "f" else dt) for v in nums]
+    dt = get_default_dtype() if dt.kind == "f" else dt
+    dev = _be.get_default_device()
+    return [np.asarray(v, dt) if dev == "cpu" else _be.to_device(np.asarray(v, dt), dev) for v in nums]
 
 
 def _xp_of(op, datas):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import _state
 from . import backend as _be
 from .engine import Op, run_op
+from .ops.meta import zeros_like
 from .tensor import Tensor, wrap
 
 _OUTPUT = object()  # marks a saved output: kept as (marker, index), never as the Tensor (no cycle)
@@ -48,8 +49,7 @@ class FunctionCtx:
 def _forward(xp, *datas, cls, ctx, args, kwargs):
     """Run ``cls.forward`` unrecorded and unobserved (a profile shows the Function as one op;
     a capture, mg.compile, records the ops inside it instead of the Function)."""
-    c = _state.capture()
-    token = _state.without_observers(False, () if c is None else (c,), fw=False)
+    token = _state.without_observers(False, fw=False)
     try:
         res = cls.forward(ctx, *args, **kwargs)
     finally:
@@ -63,12 +63,12 @@ def _forward(xp, *datas, cls, ctx, args, kwargs):
     return outs[0].data if ctx._single else tuple(o.data for o in outs)
 
 
-def _zeros(ref, shape, dtype):
-    return _be.array_module(ref).zeros(shape, dtype=dtype)
-
-
-def _asarray(r, ref, dtype):
-    return _be.array_module(r, ref).asarray(r, dtype=dtype)
+def _as_gradient(r, like, dtype):
+    """A raw array or list a backward returned, as a Tensor of ``dtype`` on the gradients' device (a
+    host array for a device input is an error naming both devices)."""
+    if hasattr(r, "shape"):
+        _be.array_module(r, like.data)
+    return Tensor(r, dtype=dtype, device=like.device)
 
 
 def _rule(node, g, cls, ctx, args, kwargs):
@@ -77,7 +77,7 @@ def _rule(node, g, cls, ctx, args, kwargs):
         if gk is None:
             ref = next(x for x in gs if x is not None)
             shape, dtype = ctx._out_meta[k]
-            gs[k] = wrap(_state.kernel(_zeros, ref.data, shape, dtype))
+            gs[k] = zeros_like(ref, dtype=dtype, shape=shape)
     ctx._node = node
     try:
         res = cls.backward(ctx, *gs)
@@ -93,9 +93,7 @@ def _rule(node, g, cls, ctx, args, kwargs):
             out.append(None)
             continue
         if not isinstance(r, Tensor):
-            # a raw array or list becomes an array on the gradients' device (a host array for a
-            # device input is an error naming both devices)
-            r = wrap(_state.kernel(_asarray, r, gs[0].data, m[1]))
+            r = _as_gradient(r, gs[0], m[1])
         if r.shape != m[0]:
             raise RuntimeError(f"{node.op}.backward returned a gradient of shape {r.shape} for an input of "
                                f"shape {m[0]}")
@@ -109,7 +107,7 @@ def _jvp(jctx, *tangents, cls, ctx, args, kwargs):
     ts = []
     for a, t in zip(args, tangents, strict=False):
         if t is None and isinstance(a, Tensor) and a.dtype.kind == "f":
-            t = wrap(_state.kernel(_zeros, a.data, a.shape, a.dtype))
+            t = zeros_like(a)
         ts.append(t if isinstance(a, Tensor) else None)
     res = cls.jvp(ctx, *ts)
     return res if isinstance(jctx.out, tuple) else res[0] if isinstance(res, (tuple, list)) else res

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _state
 from . import backend as _be
-from .tensor import Tensor, get_default_dtype, wrap
+from .tensor import Tensor, get_default_dtype
 
 _NEEDS_DETACH = ("Can't call {what} a Tensor that requires grad: NumPy would not record what it does, "
                  "so no gradient would flow back. Use tensor.detach().numpy() instead "
@@ -51,10 +51,6 @@ class _Size(int):
         # float64): hand it the int
         inputs = tuple(int(v) if isinstance(v, _Size) else v for v in inputs)
         return getattr(ufunc, method)(*inputs, **kwargs)
-
-
-def _data_of(t):
-    return t.data
 
 
 class _HookHandle:
@@ -188,14 +184,6 @@ class TensorMethods:
             raise TypeError(f"__dlpack_device__: the {self.device} backend array "
                             f"({type(self.data).__module__}.{type(self.data).__name__}) has no DLPack support")
         return dev()
-
-    def detach(self) -> "Tensor":
-        """The same data, cut from the graph (shares memory and version counter)."""
-        # a captured step (mg.compile) reads the data again on each replay (a parameter's: live)
-        t = wrap(_state.kernel(_data_of, self) if _state.active else self.data)
-        t._storage = self._storage
-        t._base = self if self._base is None else self._base
-        return t
 
     def stride(self, dim=None):
         """Strides in elements (not bytes), as PyTorch reports them."""

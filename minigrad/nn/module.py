@@ -12,7 +12,8 @@ from .. import _state
 from .. import backend as _be
 from .._util import NOARG
 from ..errors import MinigradError
-from ..tensor import Storage, Tensor, get_default_dtype, zero_grads
+from ..backward import zero_grads
+from ..tensor import Storage, Tensor, get_default_dtype
 
 
 class StateDictError(MinigradError, RuntimeError):
@@ -248,15 +249,9 @@ class Module:
         """Training mode (Dropout active) for this module and its descendants; returns self."""
         if not isinstance(mode, bool):
             raise TypeError(f"train: mode must be a bool, got {type(mode).__name__}")
-        if _state.active:  # inside a captured step (mg.compile): the step sets the mode, replays too
-            for m in self.modules():
-                _state.assign(m, "training")
-        _state.kernel(self._set_training, mode)
+        for m in self.modules():  # (a captured step, mg.compile, sets them again on each replay)
+            _state.assign(m, "training", mode)
         return self
-
-    def _set_training(self, mode):
-        for m in self.modules():
-            m.__dict__["training"] = mode
 
     def eval(self):
         """Evaluation mode (Dropout off); returns self."""
@@ -264,9 +259,6 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget the gradients of every parameter (``.grad = None``, or zeros)."""
-        _state.kernel(self._zero_grad, set_to_none)  # a captured step (mg.compile) does it again
-
-    def _zero_grad(self, set_to_none):
         zero_grads(self.parameters(), set_to_none)
 
     def requires_grad_(self, requires_grad: bool = True):

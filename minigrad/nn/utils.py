@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from .. import _state
 from .. import autograd as _ag
-from ..ops.elementwise import maximum
+from ..engine import Op, run_op
+from ..ops.elementwise import maximum, minimum
 from ..ops.shape import concatenate
 from ..tensor import Tensor
 
@@ -74,23 +74,25 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
             total = _sum([g.abs().sum() for g in grads])
         else:
             total = _sum([(g.abs() ** norm_type).sum() for g in grads]) ** (1.0 / norm_type)
-        # a captured step (mg.compile) calls it again on each replay, with that moment's norm and .grad
-        _state.kernel(_clip_to_norm, ps, total.data, max_norm, norm_type, error_if_nonfinite)
+        if error_if_nonfinite:
+            total = run_op(_FINITE, total, norm_type=norm_type)
+        coef = minimum(max_norm / (total + 1e-6), 1.0)  # as PyTorch: a NaN norm makes every gradient NaN
+        for g in grads:
+            g.mul_(coef)
     return total
 
 
-def _clip_to_norm(ps, total, max_norm, norm_type, error_if_nonfinite):
-    value = float(total.reshape(()).item())
-    if error_if_nonfinite and not math.isfinite(value):
+def _finite(xp, total, norm_type):
+    """``total``, checked finite (an op, so that a captured step, mg.compile, checks on each replay)."""
+    if not bool(xp.isfinite(total).all()):
         raise RuntimeError(
-            f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is {value}, so they "
+            f"the total norm of order {norm_type} of the gradients is {total.reshape(()).item()}, so they "
             "cannot be clipped; pass error_if_nonfinite=False to clip anyway"
         )
-    coef = max_norm / (value + 1e-6)
-    if coef < 1.0 or math.isnan(coef):
-        with _ag.no_grad():
-            for g in _dense_grads(ps, "clip_grad_norm_"):
-                g.mul_(coef)
+    return total
+
+
+_FINITE = Op("clip_grad_norm_", _finite)
 
 
 def _sum(ts):
@@ -109,12 +111,6 @@ def clip_grad_value_(parameters, clip_value: float) -> None:
     """
     ps = _params(parameters, "clip_grad_value_")
     v = float(clip_value)
-    _dense_grads(ps, "clip_grad_value_")
-    # a captured step (mg.compile) calls it again on each replay, with that moment's .grad
-    _state.kernel(_clamp_grads, ps, v)
-
-
-def _clamp_grads(ps, v):
     with _ag.no_grad():
         for g in _dense_grads(ps, "clip_grad_value_"):
             g.clamp_(-v, v)

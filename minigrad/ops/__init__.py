@@ -13,6 +13,7 @@ import inspect as _inspect
 import numpy as _np
 
 from .. import backward as _backward
+from .. import creation as _creation
 from .. import engine as _engine
 from .. import tensor_methods as _tensor_methods
 from ..tensor import Tensor
@@ -71,6 +72,8 @@ def _bind() -> None:
     Tensor.__abs__ = elementwise.abs
     Tensor.T = property(lambda self: shape.transpose(self), doc="The dims reversed (a view).")
     Tensor.mT = property(shape.matrix_transpose, doc="The last two dims swapped (a view).")
+    Tensor.__init__ = _creation.init
+    Tensor.grad = _backward.GRAD
     Tensor.backward = _backward.backward
     Tensor._refresh_view = inplace.refresh_view
     _engine.FUNCTIONS.update((op.export, op.frontend) for op in registry().values()

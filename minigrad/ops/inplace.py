@@ -65,6 +65,7 @@ import numpy as np
 
 from .. import _state
 from .. import backend as _be
+from ..creation import own_copy
 from ..kernels import overlapping as _overlapping
 from ..kernels import view_positions as _positions
 from ..engine import Op, run_op, const, edge
@@ -147,9 +148,7 @@ def _prepare_storage(t, op):
     d = t.data
     if t._base is None:
         if _readonly(d) or _overlapping(d):
-            # a .grad (read-only) or a wrapped broadcast array: write a private copy (again on each
-            # replay of a captured step, mg.compile)
-            _state.kernel(_own_copy, t)
+            own_copy(t)  # a .grad (read-only) or a wrapped broadcast array: write a private copy
         return
     if _overlapping(d):
         raise RuntimeError(
@@ -162,11 +161,6 @@ def _prepare_storage(t, op):
             f"{op}: this tensor (shape {t.shape}) is a view of read-only memory (a view of a .grad, or of a "
             "read-only NumPy array) and cannot be written in place. Write into a .clone() instead"
         )
-
-
-def _own_copy(t):
-    t.data = d = t.data.copy()
-    return d
 
 
 def _check_result(t, r, op):
@@ -317,15 +311,19 @@ def _store(t, r, name, check):
     if check:
         _check_result(t, r.data, name)
     if r.data is not t.data:
-        _state.kernel(_assign, t, r.data)  # a captured step (mg.compile) writes again on each replay
+        run_op(_ASSIGN, t, r)  # an op, so that a captured step (mg.compile) writes again on each replay
     t._storage.version += 1
     if r._fw is not None or t._fw is not None:
         write_tangents(t, r)
     return t
 
 
-def _assign(t, value):
-    t.data[...] = value
+def _assign(xp, t, value):
+    t[...] = value
+    return t
+
+
+_ASSIGN = Op("assign", _assign)  # the write itself: ``t[...] = value``, no gradient of its own
 
 
 def _copy_slices_rule(ctx, g, inplace=False):

@@ -82,6 +82,18 @@ def _do_reshape(op, x, shape):
         reraise(e, op)
 
 
+DETACH = defop("detach", lambda xp, x: x, kind="view")  # no rule: its result is cut from the graph
+
+
+@public(DETACH, method="detach", export=False)
+def detach(x):
+    """The same data, cut from the graph (shares memory and version counter)."""
+    t = run_op(DETACH, x)  # an op, so that a captured step (mg.compile) reads the array again on each replay
+    t._storage = x._storage
+    t._base = x if x._base is None else x._base
+    return t
+
+
 @public(RESHAPE, method="reshape", numpy=(np.reshape,))
 def reshape(x, *shape):
     """Same data with a new shape (one entry may be -1); a view when the layout allows, else a copy."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from .. import _state
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "StepLR", "CosineAnnealingLR", "ExponentialLR", "LambdaLR", "MultiStepLR", "LinearLR",
@@ -51,7 +50,7 @@ class LRScheduler:
     def step(self) -> None:
         """Advance one epoch and set the new learning rates (again on each replay of a captured
         step, mg.compile, that calls it)."""
-        _state.kernel(self._advance)
+        self.optimizer._run_schedule(self._advance)
 
     def _advance(self):
         self.last_epoch += 1

@@ -5,7 +5,8 @@ from __future__ import annotations
 from .. import _state
 from .. import autograd as _ag
 from .. import backend as _be
-from ..tensor import Tensor, wrap as _wrap, zero_grads
+from ..backward import zero_grads
+from ..tensor import Tensor, wrap as _wrap
 
 
 class Optimizer:
@@ -57,11 +58,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Forget every parameter's gradient (``.grad = None``)."""
-        _state.kernel(self._zero_grad, set_to_none)  # a captured step (mg.compile) does it again
-
-    def _zero_grad(self, set_to_none):
-        for group in self.param_groups:
-            zero_grads(group["params"], set_to_none)
+        zero_grads([p for group in self.param_groups for p in group["params"]], set_to_none)
 
     def step(self, closure=None):
         """One update of every parameter that has a gradient; returns ``closure()``'s loss if given.
@@ -74,6 +71,11 @@ class Optimizer:
 
     def _update(self):
         raise NotImplementedError
+
+    def _run_schedule(self, advance):
+        """``advance()``, a learning-rate schedule's step (lr_scheduler.py), which sets the groups'
+        ``lr``: like the update, a captured step (mg.compile) runs it again on each replay."""
+        _state.kernel(advance)
 
     def _closure(self, closure):
         if closure is None:
