@@ -137,7 +137,7 @@ def guard(obj, attr: str) -> None:
 
 
 def assign(obj, attr: str, value) -> None:
-    """``obj.attr = value``, set by the step itself (``model.train()`` inside it): a capture sets
-    it again on each replay, and does not guard its value."""
+    """``obj.attr = value``, Python state a step sets (``model.train()``, ``t.grad = g``): a capture
+    sets it again on each replay, and does not guard its value."""
     _tell("assign", obj, attr, value)
     setattr(obj, attr, value)

@@ -1,15 +1,18 @@
-"""Which array module an array belongs to, device strings, and moving data.
+"""Devices: which array module an array belongs to (``array_module``, from ``_xp.py``), device
+strings, and moving data.
 
-This is the only module that imports CuPy, and only when a CUDA device is
-asked for. Every op finds its array module from its inputs with
-``array_module(*arrays)`` and uses functions NumPy and CuPy both have.
+This is the only module that imports CuPy, and only when a CUDA device is asked for. Every op
+finds its array module from its inputs with ``array_module(*arrays)`` and uses functions NumPy
+and CuPy both have.
 """
 from __future__ import annotations
 
 import numpy as np
 
-_cupy = None   # the cupy module (or the CPU stand-in) once a CUDA device has been asked for
-_cupyx = None  # its companion namespace, for scatter_add
+from . import _xp
+from ._xp import array_module, device_of, is_cupy_array  # noqa: F401 - the backend's names too
+
+_cupyx = None  # CuPy's companion namespace, for scatter_add
 _n_gpus = 0    # how many CUDA devices it sees
 
 
@@ -19,8 +22,8 @@ GPU_INSTALL = ('bash scripts/setup.sh gpu (in a clone; elsewhere pip install "mi
 
 
 def _import_cupy(device: str = "cuda:0"):
-    global _cupy, _cupyx, _n_gpus
-    if _cupy is None:
+    global _cupyx, _n_gpus
+    if _xp._cupy is None:
         try:
             import cupy  # noqa: PLC0415 - optional dependency, imported on demand
             import cupyx  # noqa: PLC0415
@@ -35,8 +38,8 @@ def _import_cupy(device: str = "cuda:0"):
             raise RuntimeError(f"device {device!r}: CuPy is installed but no GPU is usable ({e})") from e
         if n == 0:  # pragma: no cover
             raise RuntimeError(f"device {device!r}: CuPy is installed but no GPU was found")
-        _cupy, _cupyx, _n_gpus = cupy, cupyx, n
-    return _cupy
+        _xp._cupy, _cupyx, _n_gpus = cupy, cupyx, n
+    return _xp._cupy
 
 
 def use_fake_cupy(enable: bool = True) -> None:
@@ -44,47 +47,14 @@ def use_fake_cupy(enable: bool = True) -> None:
 
     ``enable=False`` forgets it; the next CUDA request imports the real CuPy.
     """
-    global _cupy, _cupyx, _n_gpus
+    global _cupyx, _n_gpus
     if enable:
         from . import _fakecupy  # noqa: PLC0415
 
-        _cupy, _cupyx, _n_gpus = _fakecupy, _fakecupy.cupyx, _fakecupy.cuda.runtime.getDeviceCount()
+        _xp._cupy, _cupyx, _n_gpus = _fakecupy, _fakecupy.cupyx, _fakecupy.cuda.runtime.getDeviceCount()
     else:
-        _cupy = _cupyx = None
+        _xp._cupy = _cupyx = None
 
-
-def is_cupy_array(a) -> bool:
-    return _cupy is not None and isinstance(a, _cupy.ndarray)
-
-
-def array_module(*arrays):
-    """The array module (numpy or cupy) of the given arrays; NumPy for scalars.
-
-    Raises a RuntimeError naming both devices when host and device arrays are mixed.
-    """
-    xp = None
-    first = None
-    for a in arrays:
-        if _cupy is not None and isinstance(a, _cupy.ndarray):
-            m = _cupy
-        elif isinstance(a, np.ndarray):
-            m = np
-        else:
-            continue
-        if xp is None:
-            xp, first = m, a
-        elif xp is not m:
-            raise RuntimeError(
-                f"expected all arrays on one device, got {device_of(first)} and {device_of(a)}"
-            )
-    return np if xp is None else xp
-
-
-def device_of(a) -> str:
-    """The device string of a backend array: 'cpu' or 'cuda:N'."""
-    if is_cupy_array(a):
-        return f"cuda:{a.device.id}"
-    return "cpu"
 
 
 def parse_device(device) -> str:

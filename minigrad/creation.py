@@ -20,7 +20,7 @@ _rng = np.random.default_rng()
 def init(self, data, dtype=None, requires_grad=False, device=None):
     """``Tensor(data, dtype=None, requires_grad=False, device=None)``: ``data`` (a Tensor, an array,
     a number, nested lists) as a backend array, without a copy where none is needed."""
-    self.data = _state.kernel(_to_array, data, dtype, device) if _state.active else _to_array(data, dtype, device)
+    self.data = _state.kernel(_to_array, data, dtype, device)
     self._rg = False
     self._grad = None
     self._node = None

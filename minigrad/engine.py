@@ -1,18 +1,7 @@
-"""The tape: how an op is defined (``Op``), the one ``run_op`` that runs and records every op,
-and the backward engine.
-
-An op is its forward over backend arrays, ``forward(xp, *arrays, **params)``, beside its
-gradient rule, ``rule(ctx, g, **params) -> one gradient per input``, written once in the
-array API (operators, array methods and ``ctx.xp``): ``g``, ``ctx.saved`` (the inputs it
-asked to keep) and ``ctx.out`` (the output) are backend arrays in a first-order backward,
-and Tensors when a higher derivative is taken, so the same text records a new graph
-(see "what a rule calls" below, and docs/architecture.md).
-
-``run_op(op, *args, **params)`` runs the forward, wraps the result, and records a Node when
-this thread records (``minigrad._state``) and an input requires grad. Every op goes
-through it: the registered ones, ``autograd.Function``, in-place writes and sparse ops.
-
-The reverse pass over the Nodes is ``backward.py``.
+"""The tape: ``Op``, an op's record (its forward over backend arrays beside its gradient rule);
+``run_op``, the one way every op runs and is recorded; ``Node``, the record of one call; and
+``ctx.xp``, what a rule calls. docs/architecture.md reads it in that order; backward.py walks
+the Nodes back, forward_ad.py carries tangents through ``run_op``.
 """
 from __future__ import annotations
 
@@ -24,52 +13,39 @@ import weakref
 import numpy as np
 
 from . import _state
-from . import backend as _be
+from . import _xp
 from .errors import NAMED_ERRORS, MinigradError, reraise
 from .tensor import Tensor, get_default_dtype, wrap
 
-OPS: dict = {}        # every registered op's record by name (``ops._registry.defop`` fills it)
-FUNCTIONS: dict = {}  # NumPy name -> minigrad's function of that name (filled where Tensor's methods are bound)
-_seq = itertools.count()
-_next_seq = _seq.__next__
+OPS: dict = {}        # every registered op's record by name (ops/_registry.defop fills it)
+FUNCTIONS: dict = {}  # NumPy name -> minigrad's function of that name (ops/__init__ fills it)
+_next_seq = itertools.count().__next__
 _get_mode = _state.get
-_perf = time.perf_counter
 _nd = np.ndarray
 _new = object.__new__
 
 
 class Op:
-    """The engine's record of one operation: a forward over backend arrays, its gradient rule,
-    and what ``run_op`` and backward read. (What the rest of minigrad derives from an op, its
-    public function, methods, NumPy names, samples and torch oracle, is its registry entry:
-    ``ops/_registry.py``.)
+    """The engine's record of one operation: what ``run_op`` and backward read. (What the rest of
+    minigrad derives from an op, its public function, methods, NumPy names, samples and torch
+    oracle, is its registry entry: ops/_registry.py.)
 
-    Args:
-        name: the name on the tape, in profiles and pictures.
-        forward: ``forward(xp, *arrays, **params)`` -> the output array (a tuple for
-            ``n_out > 1``; ``(out, aux)`` when ``aux``).
-        rule: ``rule(ctx, g, **params)`` -> a tuple with a Tensor (or None) per input.
-            None: not differentiable (its outputs never require grad).
-        save: positions of the inputs the rule reads as ``ctx.saved`` (in that order).
-        cross: save input ``i`` only when another input needs a gradient (``x * y``: ``x``
-            is needed only for ``y``'s gradient).
-        save_out: the rule reads the output as ``ctx.out``.
-        aux: the forward returns ``(out, aux)``; the rule reads ``ctx.aux`` (constants).
-        broadcast: inputs broadcast against each other; the engine sums each gradient back
-            to its input's shape (``sum_to``), so the rule returns output-shaped gradients.
-        view: the output shares input 0's storage (True), or may ("maybe": checked).
-        kind: how pictures draw it: "elementwise", "reduce", "broadcast", "view", "other".
-        info: ``info(**params) -> dict`` the attributes the tape and pictures show (axis...).
-        ufunc: the name of the NumPy/CuPy function the forward amounts to (``"add"``:
-            ``forward(xp, x, y)`` is ``xp.add(x, y)``): run_op calls ``np.<ufunc>`` directly on NumPy
-            arrays (no Python frame for the forward), a replay (``mg.compile``) on any.
-        arrays: the rule is written in the array API (``ctx.xp``, operators, array methods): a
-            first-order backward runs it on backend arrays. False: it is handed Tensors always
-            (``autograd.Function``'s user code).
-        jvp: the forward-mode rule, ``jvp(ctx, *tangents, **params)`` -> the output's tangent
-            (None: zero), a tangent (or None) per input, written in the array API like ``rule``;
-            ``ctx`` has ``xp``, ``op``, ``args`` (the inputs), ``out``, ``aux``, ``saved``.
-            ``forward_ad.py`` derives it for linear, multilinear and elementwise ops.
+    - ``forward(xp, *arrays, **params)``: the output array (a tuple when ``n_out > 1``;
+      ``(out, aux)`` with ``aux``: values the rule reads as ``ctx.aux``).
+    - ``rule(ctx, g, **params)``: a gradient (or None) per input; None: not differentiable.
+    - ``save``: the inputs the rule reads as ``ctx.saved`` (``(1, ...)``: every one from 1 on;
+      ``(1, ..., -1)``: up to the last); ``cross``: an input is saved only when another one
+      needs a gradient (``x * y``); ``save_out``: the rule reads the output as ``ctx.out``.
+    - ``broadcast``: the rule returns output-shaped gradients and backward sums each back to its
+      input's shape (``sum_to``); ``view``: the output shares input 0's storage (True), or may
+      ("maybe": checked).
+    - ``kind``: how pictures draw it; ``info(**params)``: the attributes the tape shows (axis...).
+    - ``ufunc``: the forward is ``xp.<ufunc>``: run_op calls it without a Python frame on NumPy
+      arrays, a replay (mg.compile) on any.
+    - ``arrays``: the rule is written in the array API; False: it is handed Tensors always
+      (``autograd.Function``'s user code).
+    - ``jvp(ctx, *tangents, **params)``: the forward-mode rule, the output's tangent (forward_ad.py
+      derives it for elementwise, linear and multilinear ops).
     """
 
     __slots__ = ("name", "forward", "rule", "save", "save_at", "cross", "save_out", "aux", "broadcast", "view",
@@ -77,79 +53,42 @@ class Op:
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
                  broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, arrays=True, jvp=None):
-        self.name = name
-        self.forward = forward
-        self.rule = rule
+        self.name, self.forward, self.rule = name, forward, rule
         self.save = tuple(save)
-        self.save_at = None if Ellipsis in self.save else self.save  # positions known without the call
-        self.cross = cross
-        self.save_out = save_out
-        self.aux = aux
-        self.broadcast = broadcast
-        self.view = view
-        self.kind = kind
-        self.n_out = n_out
-        self.info = info       # info(**params) -> the attributes the tape and pictures show
+        self.save_at = None if Ellipsis in self.save else self.save  # the positions, when known without the call
+        self.cross, self.save_out, self.aux, self.broadcast, self.view = cross, save_out, aux, broadcast, view
+        self.kind, self.n_out, self.info, self.arrays, self.jvp = kind, n_out, info, arrays, jvp
         self.ufunc = ufunc
-        self.np_ufunc = getattr(np, ufunc) if ufunc else None  # what run_op calls on NumPy arrays
-        self.arrays = arrays
-        self.jvp = jvp
+        self.np_ufunc = getattr(np, ufunc) if ufunc else None
 
     def __repr__(self):
         return f"<Op {self.name}>"
 
 
 class Node:
-    """One recorded operation: what backward needs to send gradients to its inputs.
-
-    On Tensors the Node is the rule's ``ctx``: ``saved`` (Tensors), ``out``, ``aux``, ``needs_input_grad``,
-    ``meta`` (per input (shape, dtype), None for an input that needs no gradient).
+    """One recorded call of an op: what backward needs to send gradients to its inputs. ``op``
+    is the op's name (the tape's), ``opdef`` its record; ``parents``: per input, the edge of an
+    input that requires grad (its Node, ``(Node, output index)``, or the leaf), else None;
+    ``meta``: per such input its (shape, dtype). A rule on Tensors reads the Node as its ``ctx``:
+    ``saved``, ``out``, ``aux``, ``params``. (tape.py adds the views the printed tape reads.)
     """
 
     __slots__ = ("op", "opdef", "parents", "meta", "out_meta", "params", "saved", "vers", "_out",
                  "aux", "seq", "_g", "freed", "special", "view_ver", "__dict__", "__weakref__")
-    # rarely set: live in the instance __dict__ when set. Whoever sets one of the last three
-    # also sets ``special``, which sends the node down the walk's full path
-    xp = None         # the rule's namespace when it runs on Tensors (TENSORS, below)
+    # rarely set: in the instance __dict__ when set. Whoever sets ``n_out``, ``_hooks`` or
+    # ``retain`` also sets ``special``, which sends the Node down the walk's full path
+    xp = None         # the rule's namespace on Tensors (TENSORS, below)
     info = None       # attributes shown to readers (axis, keepdims, pattern...)
-    consts = None     # ((input index, shape, dtype), ...) of Tensor inputs that need no grad
+    consts = None     # ((input index, shape, dtype), ...) of Tensor inputs that need no grad (pictures)
     where = None      # (file, line) of the user's code, in anomaly mode
     n_out = 1         # outputs (an autograd.Function may have several)
     _hooks = None     # hooks of the (non-leaf) output tensor
     retain = None     # weakref of the output when retain_grad()
-    out_fw = None     # the output's tangents (forward mode), for ``out`` in a backward inside a dual level
-
-    # -- the view the public tape shows ------------------------------------
-    @property
-    def inputs(self):
-        """Shapes/dtypes of the inputs as (shape, dtype) pairs, None for constants."""
-        return self.meta
-
-    @property
-    def output_shape(self):
-        return self.out_meta[0]
-
-    @property
-    def output_dtype(self):
-        return self.out_meta[1]
-
-    @property
-    def needs_input_grad(self):
-        return tuple(p is not None for p in self.parents)
-
-    @property
-    def saved_bytes(self) -> int:
-        n = sum(getattr(s.data if isinstance(s, Tensor) else s, "nbytes", 0) for s in self.saved)
-        n += getattr(self._out, "nbytes", 0)
-        aux = self.aux
-        if aux is not None:
-            n += sum(getattr(a, "nbytes", 0) for a in (aux if isinstance(aux, (tuple, list)) else (aux,))
-                     if a is not None)
-        return int(n)
+    out_fw = None     # the output's tangents (forward mode), for ``ctx.out`` in a backward inside a dual level
 
     @property
     def out(self) -> Tensor:
-        """The output, for the rule: with ``create_graph`` it carries this Node's history."""
+        """The output, for a rule on Tensors: with ``create_graph`` it carries this Node's history."""
         t = wrap(self._out)
         if _get_mode().grad:
             t._node, t._rg = self, True
@@ -179,78 +118,21 @@ class Node:
                 )
 
     def release(self):
+        """Drop what backward needed (after it ran, unless ``retain_graph``)."""
         self.saved = ()
-        self._out = None
+        self._out = self.aux = self.params = None
         if self.out_fw is not None:
             self.out_fw = None
-        self.aux = None
-        self.params = None
         self.freed = True
 
 
 # ---------------------------------------------------------------------------
-# run_op: run an op, wrap its result, record it
+# run_op: operands, forward, output, record
 # ---------------------------------------------------------------------------
 
-def const(v, op: str):
-    """A non-Tensor operand as a backend value: Python scalars stay scalars (weakly typed), and
-    NumPy scalars become Python ones, ``np.float64`` (a ``float`` subclass) too: as in PyTorch,
-    ``float32 tensor * np.float64(2)`` stays float32."""
-    if isinstance(v, np.generic):
-        if v.dtype.kind in "OUSV":
-            raise TypeError(f"{op}: unsupported operand {v!r} of dtype {v.dtype}")
-        return v.item()
-    if isinstance(v, (int, float, bool)):
-        return v
-    if isinstance(v, _nd) or _be.is_cupy_array(v):
-        if v.dtype.kind in "OUSVMm":
-            raise TypeError(f"{op}: unsupported operand of dtype {v.dtype} (expected numbers)")
-        return v
-    if isinstance(v, (list, tuple)):
-        try:
-            return Tensor(v).data
-        except (TypeError, ValueError) as e:  # Tensor's message names ``tensor``; this one names the op
-            raise type(e)(f"{op}: cannot use {type(v).__name__} operand as a tensor: {e}") from None
-    if hasattr(v, "_grad_target"):  # a tensor of another layout (sparse), taking part in mg.grad only
-        raise TypeError(f"{op}: {type(v).__name__} operands are not supported here (a sparse or other non-dense "
-                        "tensor); use its own functions, or .to_dense()")
-    if isinstance(v, complex):
-        raise TypeError(f"{op}: complex operands are not supported (got {v!r})")
-    raise TypeError(f"{op}: unsupported operand type {type(v).__name__} (expected a Tensor, an array or a number)")
-
-
-def _number_arrays(nums):
-    """Python numbers that are all of an op's operands, as 0-d arrays of one dtype: NumPy's
-    promotion of them, with the default dtype for floats and the default device (``mg.tensor``'s)."""
-    dt = np.result_type(*nums)
-    dt = get_default_dtype() if dt.kind == "f" else dt
-    dev = _be.get_default_device()
-    return [np.asarray(v, dt) if dev == "cpu" else _be.to_device(np.asarray(v, dt), dev) for v in nums]
-
-
-def _xp_of(op, datas):
-    """The array module of an op's operands; an error naming the op and both devices when mixed."""
-    try:
-        return _be.array_module(*datas)
-    except RuntimeError as e:
-        raise RuntimeError(f"{op}: {e}; move one with .to(device)") from None
-
-
-def edge(x):
-    """The parent entry of an input that requires grad: its Node (or (Node, i)) or the leaf."""
-    n = x._node
-    if n is None:
-        return x
-    if n.view_ver is not None and n.view_ver != x._storage.version and x._base is not None:
-        n = x._refresh_view()  # the storage was written since this view was taken
-    return n if x._oidx == 0 else (n, x._oidx)
-
-
 def run_op(op: Op, *args, **params):
-    """Run ``op`` on ``args`` (Tensors or constants) and record it when needed.
-
-    Returns the output Tensor (a tuple of them for an op with several outputs).
-    """
+    """Run ``op`` on ``args`` (Tensors or constants), and record it when this thread records and
+    an input requires grad. Returns the output Tensor (a tuple of them for several outputs)."""
     mode = _get_mode()
     datas, rg, xp = _operands(op, args)                   # 1. the operands' arrays and module
     out = _forward(op, xp, args, datas, params, mode)     # 2. the forward
@@ -259,7 +141,7 @@ def run_op(op: Op, *args, **params):
         out, aux = out
     record = rg and mode.grad and op.rule is not None
     if op.n_out != 1 and isinstance(out, tuple):
-        return _wrap_many(op, out, args, datas, params, aux, record, mode)
+        return _outputs(op, out, args, datas, params, aux, record, mode)
     if out.__class__ is not _nd:
         out = _as_array(out)
     r = wrap(out)                                         # 3. the output
@@ -289,16 +171,45 @@ def _operands(op, args):
                 rg = True
         else:
             d = const(a, op.name)
-        if d.__class__ is not _nd:
+        if d.__class__ is not _nd:  # (a speed check: most operands are NumPy arrays)
             if hasattr(d, "shape"):
                 dev = True
             else:
                 scalars += 1
         datas.append(d)
-    if scalars and scalars == len(datas):  # numbers only (``mg.exp(1.0)``): as tensors of them
-        datas = _number_arrays(datas)
+    if scalars and scalars == len(datas):  # numbers only (``mg.exp(1.0)``): tensors of them, as mg.tensor makes
+        dt = np.result_type(*datas)
+        datas = [Tensor(v, dtype=get_default_dtype() if dt.kind == "f" else dt).data for v in datas]
         dev = datas[0].__class__ is not _nd
-    return datas, rg, _xp_of(op.name, datas) if dev else np
+    if not dev:
+        return datas, rg, np
+    try:
+        return datas, rg, _xp.array_module(*datas)
+    except RuntimeError as e:
+        raise RuntimeError(f"{op.name}: {e}; move one with .to(device)") from None
+
+
+def const(v, name: str):
+    """A non-Tensor operand of the op ``name`` as a backend value: Python numbers stay numbers
+    (weakly typed), NumPy scalars become Python ones (as in PyTorch, ``float32 tensor *
+    np.float64(2)`` stays float32), arrays stay arrays, nested lists become ``mg.tensor``'s arrays."""
+    if isinstance(v, np.generic):
+        if v.dtype.kind in "OUSV":
+            raise TypeError(f"{name}: unsupported operand {v!r} of dtype {v.dtype}")
+        return v.item()
+    if isinstance(v, (int, float, bool)):
+        return v
+    if isinstance(v, _nd) or _xp.is_cupy_array(v):
+        if v.dtype.kind in "OUSVMm":
+            raise TypeError(f"{name}: unsupported operand of dtype {v.dtype} (expected numbers)")
+        return v
+    if isinstance(v, (list, tuple)):
+        try:
+            return Tensor(v).data
+        except (TypeError, ValueError) as e:  # Tensor's message names ``tensor``; this one names the op
+            raise type(e)(f"{name}: cannot use {type(v).__name__} operand as a tensor: {e}") from None
+    raise TypeError(f"{name}: unsupported operand type {type(v).__name__} (expected a Tensor, an array or a real "
+                    "number; a sparse tensor has functions of its own, or .to_dense())")
 
 
 def _forward(op, xp, args, datas, params, mode):
@@ -306,12 +217,14 @@ def _forward(op, xp, args, datas, params, mode):
     try:
         if mode.observers:
             return _observed_forward(op, xp, args, datas, params, mode.observers)
-        if xp is np and op.np_ufunc is not None and not params:  # xp.<ufunc>(*arrays): no Python frame
+        if xp is np and op.np_ufunc is not None and not params:  # xp.<ufunc>: no Python frame
             return op.np_ufunc(*datas)
         return op.forward(xp, *datas, **params)
     except NAMED_ERRORS as e:  # NumPy's text ("boolean negative ... not supported") names the op first
         if isinstance(e, ValueError) and op.broadcast and "broadcast" in str(e):
-            raise _broadcast_error(op, datas) from None
+            shapes = " and ".join(str(tuple(d.shape)) if hasattr(d, "shape") else "scalar" for d in datas)
+            raise ValueError(f"{op.name}: operands could not be broadcast together: shapes {shapes} "
+                             "(NumPy broadcasting: trailing dims must match or be 1)") from None
         if isinstance(e, MinigradError):  # a capture's or anomaly mode's own, with its attributes
             raise
         reraise(e, op.name)
@@ -321,9 +234,9 @@ def _observed_forward(op, xp, args, datas, params, observers):
     """``op``'s forward, timed and reported to each observer (a profile); only while one is active.
     A capture (``mg.compile``) is shown the whole call instead, and may hand back ``out`` with
     NumPy scalars made arrays (the arrays it will know again when later ops read them)."""
-    t0 = _perf()
+    t0 = time.perf_counter()
     out = op.forward(xp, *datas, **params)
-    dt = _perf() - t0
+    dt = time.perf_counter() - t0
     for o in observers:
         if getattr(o, "captures", False):
             out = o.op(op, xp, args, datas, params, out)
@@ -332,26 +245,51 @@ def _observed_forward(op, xp, args, datas, params, observers):
     return out
 
 
-def _broadcast_error(op, datas):
-    """The ValueError for operands of a broadcasting op whose shapes do not broadcast, naming them."""
-    shapes = " and ".join(str(tuple(d.shape)) if hasattr(d, "shape") else "scalar" for d in datas)
-    return ValueError(f"{op.name}: operands could not be broadcast together: shapes {shapes} "
-                      "(NumPy broadcasting: trailing dims must match or be 1)")
+def _as_array(out):
+    """NumPy reductions and ufuncs on 0-d input return scalars: keep arrays."""
+    return np.asarray(out) if isinstance(out, np.generic) else out
+
+
+def _shares(out, xd) -> bool:
+    return out.size == 0 or xd.size == 0 or bool(_xp.array_module(xd).may_share_memory(out, xd))
 
 
 def _share_storage(r, x):
-    """Make ``r`` a view of ``x``: the same version counter, the same base (noted when it records nothing)."""
-    r._storage = x._storage
-    r._base = x if x._base is None else x._base
-    if not r._base._rg:
-        _note_plain_view(r)
+    """Make ``r`` a view of ``x``: the same storage (version counter), the same base. A view of
+    storage that records nothing is remembered in its Storage's ``views`` (weakly, dead ones
+    dropped as the list grows), so that a recorded in-place write which makes the storage require
+    grad can give it a history too (ops/inplace.py)."""
+    st = r._storage = x._storage
+    base = r._base = x if x._base is None else x._base
+    if not base._rg:
+        views = st.views
+        if views is None:
+            views = st.views = []
+        views.append(weakref.ref(r))
+        n = len(views)
+        if n > 32 and n & (n - 1) == 0:
+            views[:] = [w for w in views if w() is not None]
+
+
+def _outputs(op, outs, args, datas, params, aux, record, mode):
+    """Several outputs (autograd.Function): one Node, each output Tensor its (Node, index)."""
+    outs = tuple(_as_array(o) for o in outs)
+    ts = tuple(wrap(o) for o in outs)
+    if record and any(o.dtype.kind == "f" for o in outs):
+        n = _record(op, args, datas, params, aux, outs[0], ts[0]._storage, mode)
+        n.n_out, n.special = len(outs), True
+        for k, t in enumerate(ts):
+            if t.data.dtype.kind == "f":
+                t._node, t._oidx, t._rg = n, k, True
+    if mode.fw is not None:
+        mode.fw.carry(op, args, datas, params, aux, ts)
+    return ts
 
 
 def _record(op, args, datas, params, aux, out, out_storage, mode):
-    """The Node for one call of ``op`` (its inputs' edges, what the rule saves, versions)."""
-    n = _new(Node)
-    n.op = op.name
-    n.opdef = op
+    """The Node for one call of ``op``: its inputs' edges, what the rule saves, their versions."""
+    n = _new(Node)  # (no __init__ frame: one per op)
+    n.op, n.opdef = op.name, op
     n.parents, n.meta, consts, n_grad = _edges(args)
     n.out_meta = (out.shape, out.dtype)
     n.params = params or None
@@ -365,19 +303,23 @@ def _record(op, args, datas, params, aux, out, out_storage, mode):
     if op.info is not None:
         n.info = op.info(**params)
     n.saved, vers = _save(op, args, datas, n.parents, n_grad) if op.save else ((), ())
-    if op.save_out:
-        n._out = out
-        vers += ((out_storage, out_storage.version, -1),)
-    else:
-        n._out = None
-    n.vers = vers
+    n._out = out if op.save_out else None
+    n.vers = vers + ((out_storage, out_storage.version, -1),) if op.save_out else vers
     for o in mode.observers:
         o.recorded(n)
-        # observers that ask for them (mg.autograd.check_ops) also get the op's operands
-        # as called: Tensors and constants (``args``) and their backend arrays (``datas``)
-        if getattr(o, "wants_inputs", False):
+        if getattr(o, "wants_inputs", False):  # mg.autograd.check_ops: the op's operands as called
             o.inputs(n, args, datas)
     return n
+
+
+def edge(x):
+    """The parent entry of an input that requires grad: its Node (or (Node, i)) or the leaf."""
+    n = x._node
+    if n is None:
+        return x
+    if n.view_ver is not None and n.view_ver != x._storage.version and x._base is not None:
+        n = x._refresh_view()  # the storage was written since this view was taken
+    return n if x._oidx == 0 else (n, x._oidx)
 
 
 def _edges(args):
@@ -404,8 +346,7 @@ def _edges(args):
 def _save(op, args, datas, parents, n_grad):
     """What the rule reads as ``ctx.saved``, and the versions to check before it runs."""
     n_args = len(args)
-    # ``cross``: an input is kept for the others' gradients; when it alone needs one, it is not kept
-    alone = op.cross and n_grad == 1
+    alone = op.cross and n_grad == 1  # ``cross``: an input is kept for the others' gradients only
     saved = []
     vers = []
     for i in op.save_at or _positions(op.save, n_args):
@@ -426,8 +367,8 @@ def _save(op, args, datas, parents, n_grad):
 
 
 def _positions(save, n):
-    """The argument positions ``save`` names: ``(1, ...)`` is every one from 1 on, ``(1, ..., -1)``
-    every one from 1 up to the last (excluded)."""
+    """The argument positions ``save`` names among ``n``: ``(1, ...)`` is every one from 1 on,
+    ``(1, ..., -1)`` every one from 1 up to the last (excluded)."""
     if Ellipsis not in save:
         return save
     k = save.index(Ellipsis)
@@ -436,57 +377,13 @@ def _positions(save, n):
     return tuple(p for p in head if p < end) + tuple(range(head[-1] + 1 if head else 0, end))
 
 
-def _wrap_many(op, outs, args, datas, params, aux, record, mode):
-    """Several outputs (autograd.Function): one Node, each output Tensor its (Node, index)."""
-    outs = tuple(_as_array(o) for o in outs)
-    ts = tuple(wrap(o) for o in outs)
-    if record and any(o.dtype.kind == "f" for o in outs):
-        n = _record(op, args, datas, params, aux, outs[0], ts[0]._storage, mode)
-        n.n_out, n.special = len(outs), True
-        for k, t in enumerate(ts):
-            if t.data.dtype.kind == "f":
-                t._node, t._oidx, t._rg = n, k, True
-    if mode.fw is not None:
-        mode.fw.carry(op, args, datas, params, aux, ts)
-    return ts
-
-
-def _as_array(out):
-    """NumPy reductions and ufuncs on 0-d input return scalars: keep arrays."""
-    if isinstance(out, np.generic):
-        return np.asarray(out)
-    return out
-
-
-def _shares(out, xd) -> bool:
-    if out.size == 0 or xd.size == 0:
-        return True
-    return bool(_be.array_module(xd).may_share_memory(out, xd))
-
-
-def _note_plain_view(v):
-    """Remember a view of storage that does not require grad, so that a recorded in-place write
-    which makes the storage require grad can give it a history too (ops/inplace.py): a weak
-    reference in its Storage's ``views``, where dead ones are dropped as the list grows."""
-    st = v._storage
-    views = st.views
-    if views is None:
-        views = st.views = []
-    views.append(weakref.ref(v))
-    n = len(views)
-    if n > 32 and n & (n - 1) == 0:
-        views[:] = [w for w in views if w() is not None]
-
-
 # ---------------------------------------------------------------------------
 # what a rule calls: ``ctx.xp``
 # ---------------------------------------------------------------------------
-# A rule is written once, in the array API: operators, array methods (``.sum``, ``.reshape``,
-# ``.T``, ``.astype``) and ``ctx.xp.<name>``. ``xp.<name>`` is NumPy's function of that name
-# where NumPy has one, else the registered op of that name, called with its forward's
-# parameters. In a first-order backward ``xp`` is an ``ArrayNamespace`` over the backend module
-# (NumPy, CuPy), so the rule costs its array calls; when a higher derivative is taken (or a
-# capture watches), ``xp`` is ``TENSORS`` and every call records through ``run_op``.
+# ``xp.<name>`` is NumPy's function of that name where NumPy has one, else the registered op of
+# that name (called with its forward's parameters); ``xp.run_op(OP, ...)`` runs an op whose name
+# NumPy also uses. A first-order backward hands rules an ``ArrayNamespace`` (the arrays' module);
+# a higher-order one (or a capture) hands them ``TENSORS``, which records through ``run_op``.
 
 
 class ArrayNamespace:
@@ -496,7 +393,6 @@ class ArrayNamespace:
         self._module = module
 
     def run_op(self, op, *args, **params):
-        """Run ``op`` on arrays: its forward (the escape from a name NumPy also uses, ``einsum``)."""
         return op.forward(self._module, *args, **params)
 
     def __getattr__(self, name):
@@ -512,17 +408,12 @@ class ArrayNamespace:
 
 
 class TensorNamespace:
-    """``xp`` for a rule on Tensors: minigrad's function of each NumPy name, and each op applied."""
+    """``xp`` for a rule on Tensors: minigrad's function of each NumPy name, and each op run."""
 
-    @staticmethod
-    def run_op(op, *args, **params):
-        """Run ``op`` on Tensors: recorded when this thread records."""
-        return run_op(op, *args, **params)
+    run_op = staticmethod(run_op)
 
     def __getattr__(self, name):
-        fn = None
-        if getattr(np, name, None) is not None:  # NumPy's name: minigrad's function of that name
-            fn = FUNCTIONS.get(name)
+        fn = FUNCTIONS.get(name) if getattr(np, name, None) is not None else None
         op = OPS.get(name)
         if fn is None and op is not None and op.forward is not None:
             fn = functools.partial(run_op, op)
@@ -533,7 +424,7 @@ class TensorNamespace:
         return fn
 
 
-TENSORS = TensorNamespace()
+TENSORS = Node.xp = TensorNamespace()
 _ARRAYS: dict = {}
 
 
@@ -559,8 +450,6 @@ class ArrayCtx:
         self.parents = node.parents
         self.meta = node.meta
 
-
-Node.xp = TENSORS
 
 # the entry point's old name, still imported by branches written before the rename (func.py,
 # tests/test_registry.py, check.py's rework); remove once they say run_op

@@ -1,10 +1,9 @@
-"""The MinigradError family, beside the standard types users catch, and how a public function
-puts its name in front of the errors raised under it. The family's members that belong to one
-feature live beside it: ``GradcheckError`` (gradcheck.py), ``AnomalyError`` (anomaly.py),
-``CompileError`` (capture.py)."""
+"""The MinigradError family, beside the standard types users catch, and how an error raised under
+a public function gets that function's name in front (``reraise``; ops/_registry.py's ``named``
+decorates the public functions with it). The family's members that belong to one feature live
+beside it: ``GradcheckError`` (gradcheck.py), ``AnomalyError`` (anomaly.py), ``CompileError``
+(capture.py)."""
 from __future__ import annotations
-
-import functools
 
 
 class MinigradError(Exception):
@@ -47,19 +46,3 @@ def reraise(e, name):
     if r is e:
         raise e
     raise r.with_traceback(e.__traceback__) from None
-
-
-def named(name):
-    """Decorator for a public function: an error raised by the helpers and ops it calls (``item:``,
-    ``permute:``, NumPy's or Python's own text) names ``name`` first, e.g. ``transpose: permute: ...``."""
-    def deco(fn):
-        @functools.wraps(fn)
-        def call(*args, **kwargs):
-            try:
-                return fn(*args, **kwargs)
-            except NAMED_ERRORS as e:
-                reraise(e, name)
-
-        return call
-
-    return deco

@@ -1,7 +1,11 @@
-"""The tape as users see it: ``mg.autograd.tape(t)``, a list of Nodes that prints as a table."""
+"""The tape as users see it: ``mg.autograd.tape(t)``, a list of Nodes that prints as a table, and
+the views of a Node it reads (``inputs``, ``output_shape``, ``saved_bytes``...), bound onto
+``engine.Node`` here: the engine records only what backward needs."""
 from __future__ import annotations
 
 from .backward import _collect as collect
+from .engine import Node
+from .tensor import Tensor
 
 __all__ = ["Tape", "tape", "fmt_bytes", "TextTable"]
 
@@ -74,6 +78,42 @@ def fmt_bytes(b: int) -> str:
             return f"{b:.0f} {unit}" if unit == "B" else f"{b:.1f} {unit}"
         b /= 1024
     return str(b)
+
+
+class _NodeViews:
+    """What readers see of a Node (``Node`` gets these properties below)."""
+
+    @property
+    def inputs(self):
+        """Shapes/dtypes of the inputs as (shape, dtype) pairs, None for constants."""
+        return self.meta
+
+    @property
+    def output_shape(self):
+        return self.out_meta[0]
+
+    @property
+    def output_dtype(self):
+        return self.out_meta[1]
+
+    @property
+    def needs_input_grad(self):
+        return tuple(p is not None for p in self.parents)
+
+    @property
+    def saved_bytes(self) -> int:
+        """The bytes backward keeps for this op: saved inputs, the output, aux arrays."""
+        n = sum(getattr(s.data if isinstance(s, Tensor) else s, "nbytes", 0) for s in self.saved)
+        n += getattr(self._out, "nbytes", 0)
+        aux = self.aux
+        if aux is not None:
+            n += sum(getattr(a, "nbytes", 0) for a in (aux if isinstance(aux, (tuple, list)) else (aux,))
+                     if a is not None)
+        return int(n)
+
+
+for _name in ("inputs", "output_shape", "output_dtype", "needs_input_grad", "saved_bytes"):
+    setattr(Node, _name, getattr(_NodeViews, _name))
 
 
 def tape(t) -> Tape:

@@ -1,16 +1,15 @@
 """Tensor: a backend array plus what autograd needs, and the ``Storage`` a tensor shares with
 its views. This module holds what the tape reads and nothing more: ``Tensor(data, ...)``
-converts its data in ``creation.py`` with the other factories, ``.grad`` and ``.backward()``
-are backward.py's, and the operations (``+``, ``.sum()``...) and other methods are bound onto
-the class in one documented place, ``minigrad.ops``.
+converts its data in ``creation.py`` with the other factories, ``.backward()`` is backward.py's,
+and the operations (``+``, ``.sum()``...) and the other methods and properties
+(``requires_grad``, ``grad``, ``grad_fn``... in ``tensor_methods.py``) are bound onto the class
+in one documented place, ``minigrad.ops``.
 """
 from __future__ import annotations
 
 from operator import attrgetter as _attr
 
 import numpy as np
-
-from . import _state
 
 _default_dtype = np.dtype(np.float32)
 
@@ -27,14 +26,6 @@ def set_default_dtype(dtype) -> None:
 def get_default_dtype():
     """The dtype Python floats and lists of floats become."""
     return _default_dtype
-
-
-def check_grad_dtype(dtype, where="requires_grad") -> None:
-    """Only real floating tensors may require grad (complex autograd is not implemented)."""
-    d = np.dtype(dtype)
-    if d.kind != "f":
-        extra = " (complex autograd is not implemented)" if d.kind == "c" else ""
-        raise TypeError(f"{where}: only floating-point tensors can require grad, got dtype {d}{extra}")
 
 
 class Storage:
@@ -77,9 +68,10 @@ class Tensor:
     tensor([2., 4., 6.])
     """
 
-    # the fields every op sets are slots: the array, requires grad, the gradient, the Node that
-    # made it and which of its outputs this is, the storage, forward mode's tangents by level;
-    # rarely set ones live in the instance __dict__ and default to the class attributes below
+    # the fields every op sets are slots: the array, requires grad, the gradient (``.grad``), the
+    # Node that made it (``.grad_fn``) and which of its outputs this is, the storage, forward mode's
+    # tangents by level; rarely set ones live in the instance __dict__ and default to the class
+    # attributes below
     __slots__ = ("data", "_rg", "_grad", "_node", "_oidx", "_storage", "_fw", "__dict__", "__weakref__")
     __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
     _hooks = None   # gradient hooks of a leaf (a non-leaf's live on its Node)
@@ -90,32 +82,6 @@ class Tensor:
     shape = property(_attr("data.shape"), doc="The shape, a tuple of ints (the array's).")
     ndim = property(_attr("data.ndim"), doc="The number of dimensions.")
     dtype = property(_attr("data.dtype"), doc="The element type, a NumPy dtype.")
-
-    @property
-    def requires_grad(self) -> bool:
-        return self._rg
-
-    @requires_grad.setter
-    def requires_grad(self, value):
-        value = bool(value)
-        if value:
-            check_grad_dtype(self.data.dtype)
-            if not self._rg:
-                _state.refuse("creating a tensor that requires grad (a new parameter)")
-        elif self._node is not None:
-            raise RuntimeError(
-                "requires_grad: you can only change requires_grad of leaf tensors; use "
-                "detach() to get a tensor that does not require grad"
-            )
-        self._rg = value
-
-    @property
-    def is_leaf(self) -> bool:
-        return self._node is None
-
-    @property
-    def grad_fn(self):
-        return self._node
 
     def __hash__(self):
         return id(self)

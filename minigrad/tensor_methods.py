@@ -4,6 +4,7 @@ with the op methods (``bind``), so that what the tape needs (``tensor.py``) read
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 
 import numpy as np
@@ -64,8 +65,68 @@ class _HookHandle:
         if self._fn in self._hooks:
             self._hooks.remove(self._fn)
 
+def check_grad_dtype(dtype, where="requires_grad") -> None:
+    """Only real floating tensors may require grad (complex autograd is not implemented)."""
+    d = np.dtype(dtype)
+    if d.kind != "f":
+        extra = " (complex autograd is not implemented)" if d.kind == "c" else ""
+        raise TypeError(f"{where}: only floating-point tensors can require grad, got dtype {d}{extra}")
+
+
 class TensorMethods:
     """The methods ``bind`` copies onto ``Tensor`` (never instantiated)."""
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        value = bool(value)
+        if value:
+            check_grad_dtype(self.data.dtype)
+            if not self._rg:
+                _state.refuse("creating a tensor that requires grad (a new parameter)")
+        elif self._node is not None:
+            raise RuntimeError(
+                "requires_grad: you can only change requires_grad of leaf tensors; use "
+                "detach() to get a tensor that does not require grad"
+            )
+        self._rg = value
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        """The Node that made this tensor (None for a leaf)."""
+        return self._node
+
+    @property
+    def grad(self):
+        """The gradient accumulated by ``backward()`` (a Tensor), or None. Reading it on a non-leaf
+        that did not ``retain_grad()`` warns once, as PyTorch does."""
+        g = self._grad
+        if g is None and self._node is not None and self._node.retain is None and not self.__dict__.get("_warned"):
+            self.__dict__["_warned"] = True
+            warnings.warn("The .grad attribute of a tensor that is not a leaf is not populated during backward(); "
+                          "call .retain_grad() on it before backward() if you want its gradient", UserWarning,
+                          stacklevel=2)
+        return g
+
+    @grad.setter
+    def grad(self, g):
+        if g is not None:
+            if not isinstance(g, Tensor):
+                raise TypeError(f"grad: assigned grad must be a Tensor or None, got {type(g).__name__}")
+            if g.shape != self.shape:
+                raise ValueError(f"grad: assigned grad has shape {g.shape} but the tensor has shape {self.shape}")
+            if g.dtype != self.dtype:
+                raise TypeError(f"grad: assigned grad has dtype {g.dtype} but the tensor has dtype {self.dtype}")
+            if g.device != self.device:
+                raise ValueError(f"grad: assigned grad is on {g.device} but the tensor is on {self.device}")
+        _state.assign(self, "_grad", g)  # a captured step (mg.compile) assigns it again on each replay
 
     @property
     def size(self) -> "_Size":

@@ -193,7 +193,7 @@ def test_set_default_device(cuda):
 
 
 def test_missing_cupy_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(be, "_cupy", None)
+    monkeypatch.setattr(mg._xp, "_cupy", None)
     monkeypatch.setattr(be, "_cupyx", None)
     monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
     prev = mg.get_default_device()

@@ -112,7 +112,7 @@ def test_scatter_add_takes_atomic_add_dtypes_only():
 
 
 def test_tensor_wins_reflected_operators(a, monkeypatch):
-    monkeypatch.setattr(mg.backend, "_cupy", fcp)
+    monkeypatch.setattr(mg._xp, "_cupy", fcp)
     monkeypatch.setattr(mg.backend, "_cupyx", fcp.cupyx)
     t = mg.tensor([1.0, 2.0, 3.0], device="cpu")
     with pytest.raises(RuntimeError, match="cpu"):

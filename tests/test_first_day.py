@@ -269,7 +269,7 @@ def test_the_cuda_error_names_the_device_and_gives_the_readmes_install_advice(mo
     import sys
     from pathlib import Path
 
-    monkeypatch.setattr(mg.backend, "_cupy", None)
+    monkeypatch.setattr(mg._xp, "_cupy", None)
     monkeypatch.setattr(mg.backend, "_cupyx", None)
     monkeypatch.setitem(sys.modules, "cupy", None)  # `import cupy` raises ImportError
     with pytest.raises(RuntimeError, match=r"device 'cuda:1' needs CuPy, which is not installed: bash scripts/setup\.sh "

@@ -12,7 +12,7 @@ from .. import _state
 from .. import backend as _be
 from .._util import NOARG
 from ..errors import MinigradError
-from ..backward import zero_grads
+from ..optim.optimizer import zero_grads
 from ..tensor import Storage, Tensor, get_default_dtype
 
 

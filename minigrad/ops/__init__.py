@@ -73,7 +73,6 @@ def _bind() -> None:
     Tensor.T = property(lambda self: shape.transpose(self), doc="The dims reversed (a view).")
     Tensor.mT = property(shape.matrix_transpose, doc="The last two dims swapped (a view).")
     Tensor.__init__ = _creation.init
-    Tensor.grad = _backward.GRAD
     Tensor.backward = _backward.backward
     Tensor._refresh_view = inplace.refresh_view
     _engine.FUNCTIONS.update((op.export, op.frontend) for op in registry().values()

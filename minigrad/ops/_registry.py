@@ -14,10 +14,12 @@ and is gradchecked, gradgradchecked and compared with PyTorch from them.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from ..engine import OPS, Op
-from ..errors import named
+from ..errors import NAMED_ERRORS, reraise
 from ..forward_ad import derive, linear, multilinear  # noqa: F401 - derived forward-mode rules, named in op rows
 from ..tensor import Tensor
 
@@ -125,6 +127,22 @@ def public(op, *, method=None, dunders=(), export=True, numpy=()):
         entry.doc = fn.__doc__
         _OP_OF[fn] = op
         return fn
+
+    return deco
+
+
+def named(name):
+    """Decorator for a public function: an error raised by the helpers and ops it calls (``item:``,
+    ``permute:``, NumPy's or Python's own text) names ``name`` first, e.g. ``transpose: permute: ...``."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            try:
+                return fn(*args, **kwargs)
+            except NAMED_ERRORS as e:
+                reraise(e, name)
+
+        return call
 
     return deco
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import run_op
-from ..errors import named
 from ..tensor import Tensor
-from ._registry import Family, Sample, composite, defop, public, row
+from ._registry import Family, Sample, composite, defop, named, public, row
 
 
 def _r(rng, *shape, low=None, away=None):

@@ -12,9 +12,8 @@ import numpy as np
 from .. import backend as _be
 from .. import kernels as _k
 from ..engine import run_op
-from ..errors import named
 from ..tensor import Tensor
-from ._registry import Sample, defop, public
+from ._registry import Sample, defop, named, public
 from ._registry import as_tensor, linear
 from .shape import _r, _shape_args
 

@@ -30,7 +30,7 @@ When a write is allowed, and what it records
     re-derived from the base when next used (``engine.edge`` calls ``refresh_view``), so
     ``h[0] += x`` or ``buf[:, 1] = y`` inside a graph get correct gradients;
   * when a write makes a storage require grad for the first time (``buf[0] = x`` on a plain
-    ``buf``), the views of it taken before (remembered weakly by ``engine._note_plain_view`` on
+    ``buf``), the views of it taken before (remembered weakly by ``engine._share_storage`` on
     the storage's ``views``) get a history reading the new one, so they
     carry gradients too (``left, right = out[:, :H], out[:, H:]`` then filling both works);
   * a tensor that shares storage with a tensor in the graph without being part of the

@@ -10,9 +10,9 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import run_op
-from ..errors import AxisError, named
+from ..errors import AxisError
 from ..tensor import Tensor
-from ._registry import Sample, as_tensor, composite, defop, public
+from ._registry import Sample, as_tensor, composite, defop, named, public
 from .elementwise import where
 from .indexing import index_add
 from .reduce import normalize_axis, sum as _sum

@@ -5,9 +5,8 @@ import numpy as np
 
 from ..backward import sum_to
 from ..engine import run_op
-from ..errors import named
 from ..tensor import Tensor
-from ._registry import Sample, composite, defop, multilinear, public
+from ._registry import Sample, composite, defop, multilinear, named, public
 
 
 def mixed_floats(op, a, b, other="the second operand") -> TypeError:

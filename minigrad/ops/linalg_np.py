@@ -16,8 +16,7 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import run_op
-from ..errors import named
-from ._registry import Sample, as_tensor, composite, defop, public
+from ._registry import Sample, as_tensor, composite, defop, named, public
 from .elementwise import where
 from .linalg import matmul
 from .reduce import max as _max, min as _min, sum as _sum

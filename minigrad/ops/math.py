@@ -14,8 +14,7 @@ import math
 import numpy as np
 
 from ..engine import run_op
-from ..errors import named
-from ._registry import Sample, composite, defop, op_of, public, registry, row
+from ._registry import Sample, composite, defop, named, op_of, public, registry, row
 from . import elementwise as _ew
 from .elementwise import BINARY, UNARY, _binary_samples, _r, _unary_samples
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import run_op
-from ..errors import named
 from ..tensor import Tensor
-from ._registry import Family, as_tensor, composite, row
+from ._registry import Family, as_tensor, composite, named, row
 
 
 def _meta(x):

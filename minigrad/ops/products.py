@@ -7,8 +7,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import named
-from ._registry import Sample, as_tensor, composite
+from ._registry import Sample, as_tensor, composite, named
 from .einsum import _LETTERS, einsum
 from .join import moveaxis
 from .shape import reshape, stack

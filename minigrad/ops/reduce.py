@@ -11,9 +11,9 @@ import numpy as np
 from .._util import NOARG, pick
 from ..backend import to_numpy
 from ..engine import run_op
-from ..errors import NAMED_ERRORS, AxisError, named, reraise
+from ..errors import NAMED_ERRORS, AxisError, reraise
 from ..tensor import Tensor
-from ._registry import Family, Sample, as_tensor, composite, defop, linear, public, row
+from ._registry import Family, Sample, as_tensor, composite, defop, linear, named, public, row
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:

@@ -6,9 +6,8 @@ import numpy as np
 
 from .._util import NOARG
 from ..engine import run_op
-from ..errors import named
 from ..tensor import Tensor
-from ._registry import Sample, as_tensor, composite, defop, linear, public
+from ._registry import Sample, as_tensor, composite, defop, linear, named, public
 from .reduce import _axes_info, _kept, max as _max, min as _min, normalize_axis, result_dtype, sum as _sum
 from .elementwise import where as _where
 

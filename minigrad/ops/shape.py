@@ -14,9 +14,9 @@ import numpy as np
 from .. import backend as _be
 from ..backward import sum_to
 from ..engine import run_op
-from ..errors import NAMED_ERRORS, AxisError, named, reraise
+from ..errors import NAMED_ERRORS, AxisError, reraise
 from ..tensor import Tensor
-from ._registry import Sample, composite, defop, public
+from ._registry import Sample, composite, defop, named, public
 from ._registry import as_tensor, linear
 
 

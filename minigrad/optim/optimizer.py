@@ -5,8 +5,19 @@ from __future__ import annotations
 from .. import _state
 from .. import autograd as _ag
 from .. import backend as _be
-from ..backward import zero_grads
 from ..tensor import Tensor, wrap as _wrap
+
+
+def zero_grads(params, set_to_none: bool = True) -> None:
+    """Forget the gradients of ``params`` (``.grad = None``, or zeros): optimizers' and modules'
+    ``zero_grad``, again on each replay of a captured step (mg.compile), as the update."""
+    _state.kernel(_zero_grads, tuple(params), set_to_none)
+
+
+def _zero_grads(params, set_to_none):
+    for p in params:
+        g = p._grad
+        p._grad = None if set_to_none or g is None else _wrap(g.data * 0)
 
 
 class Optimizer:

@@ -1,0 +1,37 @@
+"""Which array module (NumPy, or CuPy on a GPU) an array belongs to: all the tape needs of the
+backend. backend.py imports CuPy when a CUDA device is first asked for and records it here; it
+also parses device strings and moves data."""
+from __future__ import annotations
+
+import numpy as np
+
+_cupy = None  # the cupy module (or the CPU stand-in, minigrad._fakecupy) once a CUDA device was asked for
+
+
+def is_cupy_array(a) -> bool:
+    return _cupy is not None and isinstance(a, _cupy.ndarray)
+
+
+def array_module(*arrays):
+    """The array module (numpy or cupy) of the given arrays; NumPy for scalars.
+
+    Raises a RuntimeError naming both devices when host and device arrays are mixed.
+    """
+    xp = first = None
+    for a in arrays:
+        if _cupy is not None and isinstance(a, _cupy.ndarray):
+            m = _cupy
+        elif isinstance(a, np.ndarray):
+            m = np
+        else:
+            continue
+        if xp is None:
+            xp, first = m, a
+        elif xp is not m:
+            raise RuntimeError(f"expected all arrays on one device, got {device_of(first)} and {device_of(a)}")
+    return np if xp is None else xp
+
+
+def device_of(a) -> str:
+    """The device string of a backend array: 'cpu' or 'cuda:N'."""
+    return f"cuda:{a.device.id}" if is_cupy_array(a) else "cpu"
