@@ -146,3 +146,9 @@ def test_a_view_taken_before_its_base_was_written_reads_the_base_tangent():
         y[1:3] = d * 3
         np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), [0.0, 3.0, 30.0, 0.0])
         np.testing.assert_allclose(fwAD.unpack_dual(w * 1).tangent.numpy(), [0.0, 3.0])
+
+
+def test_import_as_pytorch_users_write_it():
+    import minigrad.autograd.forward_ad as fw  # noqa: PLC0415 - the import is what is tested
+
+    assert fw is fwAD and fw.dual_level is mg.autograd.forward_ad.dual_level
