@@ -207,7 +207,11 @@ def elementwise(ctx, *ts, **params):
     op, args, xp = ctx.op, ctx.args, ctx.xp
     n = len(args)
     save = op.save_at if op.save_at is not None else _positions(op.save, n)
-    saved = tuple([args[i] if xp is not TENSORS else _as_saved(args[i]) for i in save if i < n]) if save else ()
+    if save and save[-1] >= n:
+        save = tuple(i for i in save if i < n)
+    saved = tuple(map(args.__getitem__, save))
+    if xp is TENSORS:
+        saved = tuple(map(_as_saved, saved))
     total = None
     for i, t in enumerate(ts):
         if t is None:
@@ -215,7 +219,10 @@ def elementwise(ctx, *ts, **params):
         if op.broadcast and t.shape != ctx.out.shape:
             t = xp.broadcast_to(t, ctx.out.shape)
         ctx.parents = _ONLY[n][i]
-        ctx.saved = saved if not op.cross else tuple([None if j == i else v for j, v in zip(save, saved, strict=False)])
+        ctx.saved = saved
+        if op.cross and i in save:
+            k = save.index(i)
+            ctx.saved = saved[:k] + (None,) + saved[k + 1:]
         d = op.rule(ctx, t, **params)[i]
         if d is not None:
             total = d if total is None else total + d
