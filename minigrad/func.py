@@ -15,8 +15,8 @@ Reverse transforms (grad, vjp, jacrev) run ``f`` on private inputs that require 
   transform differentiates its own private inputs, so no transform sees another's perturbation.
 
 Results are cut from the transform's own tape: they require grad only when an outer transform or
-the caller's autograd differentiates the inputs, and carry only the tangents of outer levels.
-Tensors ``f`` closes over are constants to a reverse transform that no outer one runs.
+the caller's autograd differentiates the inputs or a tensor ``f`` closes over (a module's
+parameter: the transform looks for one in f's graph), and carry only the tangents of outer levels.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import functools
 from . import _state
 from . import backend as _be
 from .backward import grad as _grad
-from .engine import apply
+from .engine import Node, apply
 from .forward_ad import _ALIAS, dual_level, make_dual, tangent_of, unpack_dual
 from .grad_mode import enable_grad, is_grad_enabled
 from .ops.shape import stack as _stack
@@ -89,6 +89,7 @@ def _grad_transform(f, argnums, has_aux, fname):
             what = f"a Tensor of shape {out.shape}" if out.ndim else f"a Tensor of dtype {out.dtype}"
             raise RuntimeError(f"{name}: expected f(*args) to return a scalar (0-d) float Tensor, got {what}; "
                                f"for other outputs use func.vjp or func.jacrev")
+        graph = _graph(graph, [out])
         gs = _pullback([out], [None], xs, graph, retain=graph)
         g = gs[0] if single else tuple(gs)
         if not graph:
@@ -116,6 +117,7 @@ def vjp(func, *primals, has_aux=False):
     xs, res, graph = _run_reverse(func, primals, {}, tuple(range(len(primals))), name, what="primals[{}]")
     out, aux = _split_aux(res, has_aux, name)
     outs, spec = _flatten(out, name)
+    graph = _graph(graph, outs)
 
     def vjp_fn(cotangents):
         cts = _flatten_like(cotangents, spec, outs, "func.vjp: vjp_fn", "cotangent")
@@ -143,6 +145,7 @@ def jacrev(func, argnums=0, *, has_aux=False):
         xs, res, graph = _run_reverse(func, args, kwargs, nums, name)
         out, aux = _split_aux(res, has_aux, name)
         outs, spec = _flatten(out, name)
+        graph = _graph(graph, outs)
         jacs = []
         for o in outs:
             rows = []  # one per output element: the gradients of that element, per input
@@ -178,6 +181,7 @@ def linearize(func, *primals):
         raise TypeError(f"{name}: expected at least one primal (f is called as f(*primals))")
     xs, res, graph = _run_reverse(func, primals, {}, tuple(range(len(primals))), name, what="primals[{}]")
     outs, spec = _flatten(res, name)
+    graph = _graph(graph, outs)
     live = [o for o in outs if o._rg]
     with enable_grad():
         vs = [_zeros_like(o).requires_grad_() for o in live]  # v: any value, Jᵀv is linear in it
@@ -311,29 +315,60 @@ def hvp(func, primals, tangents):
 
 def _run_reverse(f, args, kwargs, nums, name, what="argument {}"):
     """Run ``f`` for a reverse transform: ``args[nums]`` entered (``_enter``), grad mode on. Returns
-    (the entered inputs, f's result, whether the backward must be recorded)."""
+    the entered inputs, f's result, and whether the backward must be recorded: True, False, or (when
+    only the outputs can tell) the ids of the private leaves, for ``_graph``."""
     outer = is_grad_enabled()
     depth = _reverse_depth.get()
-    graph = outer and (depth > 0 or any(isinstance(a, Tensor) and a._rg for a in args))
+    graph = outer and (depth > 0 or any(isinstance(a, Tensor) and a._rg for a in (*args, *kwargs.values())))
     token = _reverse_depth.set(depth + 1)
     try:
         with enable_grad():
-            a = list(args)
+            a, private = list(args), set()
             for i in nums:
-                a[i] = _enter(_float_tensor(args[i], name, what.format(i)), outer)
+                a[i] = _enter(_float_tensor(args[i], name, what.format(i)), outer, private)
             res = f(*a, **kwargs)
     finally:
         _reverse_depth.reset(token)
+    if outer and not graph:  # the caller's autograd may still differentiate a tensor f closes over
+        graph = private
     return [a[i] for i in nums], res, graph
 
 
-def _enter(x, connect):
+def _graph(graph, outs):
+    """Whether the backward must be recorded: ``graph`` as ``_run_reverse`` left it, resolved by
+    whether the outputs' graph reaches a tensor that requires grad besides the private leaves."""
+    if graph is True or graph is False:
+        return graph
+    stack, seen = [], set()
+    for o in outs:
+        if o._node is not None:
+            stack.append(o._node)
+        elif o._rg and id(o) not in graph:
+            return True
+    while stack:
+        for p in stack.pop().parents:
+            c = p.__class__
+            if c is tuple:
+                p = p[0]
+                c = p.__class__
+            if c is Node:
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+            elif p is not None and id(p) not in graph:
+                return True
+    return False
+
+
+def _enter(x, connect, private):
     """``x`` as a reverse transform's input: it requires grad and carries ``x``'s tangents. A view of
     ``x`` on the outer tape when an outer pass differentiates ``x``, else a leaf of its own over
-    ``x``'s data (``x``'s own flags are left alone)."""
+    ``x``'s data (``x``'s own flags are left alone), whose id goes into ``private``."""
     if connect and x._rg:
         return apply(_ALIAS, x)  # (the identity, whose gradient and tangent pass through: make_dual's view)
-    return _redual(x.detach().requires_grad_(), x, cut=False)
+    leaf = x.detach().requires_grad_()
+    private.add(id(leaf))
+    return _redual(leaf, x, cut=False)
 
 
 def _redual(d, src, cut):

@@ -390,6 +390,26 @@ def test_user_autograd_outside_differentiates_the_result():
         assert not F.grad(lambda x: (x ** 3).sum())(x).requires_grad
 
 
+def test_user_autograd_differentiates_through_a_captured_tensor():
+    # a gradient penalty: the gradient w.r.t. the input, then backward to a parameter f closes
+    # over (torch.func does the same); the results are plain when nothing outside requires grad
+    w = mg.tensor([0.5, -1.0], dtype=mg.float64, requires_grad=True)
+    x = mg.tensor([1.0, 3.0], dtype=mg.float64)
+    f = lambda x: (w * x * x).sum()  # noqa: E731
+    g, value = F.grad_and_value(f)(x)
+    assert g.requires_grad and value.requires_grad
+    (g ** 2).sum().backward()
+    np.testing.assert_allclose(to_np(w.grad), 8 * to_np(w) * to_np(x) ** 2)
+    w.grad = None
+    j = F.jacrev(lambda x: w * x * x)(x)
+    j.sum().backward()
+    np.testing.assert_allclose(to_np(w.grad), 2 * to_np(x))
+    out, vjp_fn = F.vjp(lambda x: w * x, x)
+    assert out.requires_grad and vjp_fn(mg.ones_like(x))[0].requires_grad
+    c = mg.tensor([0.5, -1.0], dtype=mg.float64)
+    clean(F.grad(lambda x: (c * x * x).sum())(x), F.vjp(lambda x: c * x, x)[0], F.jacrev(lambda x: c * x)(x))
+
+
 # -- what the transforms leave behind --------------------------------------------------------------
 
 def test_inputs_are_left_as_they_were():
