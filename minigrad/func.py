@@ -74,12 +74,12 @@ def grad_and_value(func, argnums=0, has_aux=False):
     return _grad_transform(func, argnums, has_aux, "grad_and_value")
 
 
-def _grad_transform(f, argnums, has_aux, fname):
+def _grad_transform(f, argnums, has_aux, fname, name=None):
     with_value = fname == "grad_and_value"
+    name = name or f"func.{fname}(f)(*args)"
 
     @functools.wraps(f)
     def transformed(*args, **kwargs):
-        name = f"func.{fname}(f)(*args)"
         nums, single = _argnums(argnums, args, name)
         xs, res, graph = _run_reverse(f, args, kwargs, nums, name)
         out, aux = _split_aux(res, has_aux, name)
@@ -198,11 +198,11 @@ def linearize(func, *primals):
                     s = term if s is None else s + term
         ju = iter(_grad(s, vs, retain_graph=True, create_graph=graph, allow_unused=True) if s is not None
                   else [None] * len(vs))
-        res = []
+        jus = []
         for o in outs:
             j = next(ju) if o._rg else None
-            res.append(_zeros_like(o) if j is None else j)
-        return _unflatten(res, spec)
+            jus.append(_zeros_like(o) if j is None else j)
+        return _unflatten(jus, spec)
 
     return (res if graph else _unflatten([_cut(o) for o in outs], spec)), jvp_fn
 
@@ -303,7 +303,7 @@ def hvp(func, primals, tangents):
     """
     name = "func.hvp"
     primals, tangents = _check_pairs(primals, tangents, name)
-    g = _grad_transform(func, tuple(range(len(primals))), False, "grad_and_value")
+    g = _grad_transform(func, tuple(range(len(primals))), False, "grad_and_value", name)
     (_, value), (hv, _) = jvp(g, primals, tangents)
     return value, hv
 

@@ -522,6 +522,8 @@ def test_errors():
         F.jvp(mg.sin, (x,), (mg.tensor([1.0], dtype=mg.float64),))
     with pytest.raises(ValueError, match=r"^func\.hvp: got 1 primals but 2 tangents"):
         F.hvp(lambda x: x.sum(), (x,), (x, x))
+    with pytest.raises(RuntimeError, match=r"^func\.hvp: expected f\(\*args\) to return a scalar"):
+        F.hvp(mg.sin, (x,), (x,))
     with pytest.raises(TypeError, match=r"^func\.jvp: with has_aux=True, f must return a pair \(output, aux\), got "
                                         r"Tensor"):
         F.jvp(mg.sin, (x,), (x,), has_aux=True)
