@@ -226,9 +226,13 @@ def jvp(func, primals, tangents, *, has_aux=False):
 
     >>> out, t = mg.func.jvp(mg.sin, (x,), (mg.ones_like(x),))   # sin(x), cos(x)
     """
-    name = "func.jvp"
+    return _jvp(func, primals, tangents, has_aux, "func.jvp", plain=False)
+
+
+def _jvp(func, primals, tangents, has_aux, name, plain):
+    """``jvp``; ``plain``: no reverse pass will differentiate the tangents (``dual_level(_plain=True)``)."""
     primals, tangents = _check_pairs(primals, tangents, name)
-    with dual_level():
+    with dual_level(_plain=plain):
         res = func(*[make_dual(p, t) for p, t in zip(primals, tangents, strict=True)])
         out, aux = _split_aux(res, has_aux, name)
         outs, spec = _flatten(out, name)
@@ -304,7 +308,10 @@ def hvp(func, primals, tangents):
     name = "func.hvp"
     primals, tangents = _check_pairs(primals, tangents, name)
     g = _grad_transform(func, tuple(range(len(primals))), False, "grad_and_value", name)
-    (_, value), (hv, _) = jvp(g, primals, tangents)
+    # the forward pass's tangents are read by the reverse pass, never differentiated, unless a
+    # transform outside this one differentiates the result
+    plain = _reverse_depth.get() == 0 and not any(t.requires_grad for t in (*primals, *tangents))
+    (_, value), (hv, _) = _jvp(g, primals, tangents, False, name, plain)
     return value, hv
 
 
