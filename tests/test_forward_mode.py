@@ -152,3 +152,28 @@ def test_import_as_pytorch_users_write_it():
     import minigrad.autograd.forward_ad as fw  # noqa: PLC0415 - the import is what is tested
 
     assert fw is fwAD and fw.dual_level is mg.autograd.forward_ad.dual_level
+
+
+def test_dual_levels_are_per_thread():
+    import threading  # noqa: PLC0415
+
+    x = mg.tensor([1.0, 2.0], dtype=mg.float64)
+    seen = {}
+    inside, done = threading.Event(), threading.Event()
+
+    def other():
+        inside.wait()
+        y = mg.sin(x)  # this thread has no dual level: nothing is carried, nothing raises
+        seen["fw"] = y._fw
+        seen["unpack"] = fwAD.unpack_dual(y).tangent
+        done.set()
+
+    th = threading.Thread(target=other)
+    th.start()
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, mg.ones_like(x))
+        inside.set()
+        done.wait()
+        assert fwAD.unpack_dual(mg.sin(d)).tangent is not None
+    th.join()
+    assert seen == {"fw": None, "unpack": None}
