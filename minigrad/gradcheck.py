@@ -356,9 +356,9 @@ def _compare_columns(s, mode, column, tol):
                     where = _where(x, k)
                     sparse = ", stored values of a sparse tensor" if _is_sparse(x) else ""
                     raise GradcheckError(
-                        f"gradcheck: Jacobian mismatch (mode {mode}, order {s.order}: {_WHAT[mode]}) for "
-                        f"{s.names[i]} (shape {s.shape_of(i)}{sparse}) at element {where}, {s.out_name(oi)} element "
-                        f"{oidx}: analytic {float(a[j])!r}, numeric {float(col[j])!r} "
+                        f"gradcheck: Jacobian mismatch for {s.names[i]} (shape {s.shape_of(i)}{sparse}) at element "
+                        f"{where}, {s.out_name(oi)} element {oidx}, in {_WHAT[mode]} (mode {mode}, order {s.order}): "
+                        f"analytic {float(a[j])!r}, numeric {float(col[j])!r} "
                         f"(atol={atol}, rtol={rtol}, eps={eps}){_order_note(mode, s.order)}",
                         mode=mode, order=s.order, input=i, name=s.names[i], element=where, output=(oi, oidx),
                         analytic=float(a[j]), numeric=float(col[j]))
