@@ -116,8 +116,11 @@ class Mutant:
                     return good
                 rest = list(ts)
                 rest[self.at] = None
-                bad = jvp(ctx, *rest, **params)
-                bads = tuple(bad) if many else (bad,)
+                if all(t is None for t in rest):  # no term left: a zero tangent (rules are not called so)
+                    bads = (None,) * len(goods)
+                else:
+                    bad = jvp(ctx, *rest, **params)
+                    bads = tuple(bad) if many else (bad,)
             if any(r is not None for r in goods):
                 self._outcome(goods, bads)
             return type(good)(bads) if many else bads[0]
