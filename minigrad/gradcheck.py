@@ -5,7 +5,9 @@ Order 1 checks ``fn``'s Jacobian. Order ``k + 1`` checks the Jacobian of the der
 of order ``k``: in reverse mode ``(x, v) -> J(x)ᵀ v`` (backward with ``create_graph``); in forward
 mode ``(x, u) -> J(x) u`` (the tangent a dual level gives), so forward-mode orders nest dual
 levels (forward over forward) and never differentiate in reverse. Forward mode is also held to
-the reverse mode through ⟨u, Jᵀv⟩ = ⟨Ju, v⟩ (JAX's check).
+the reverse mode through ⟨u, Jᵀv⟩ = ⟨Ju, v⟩ (JAX's check). At order 2 and above the finite
+differences evaluate the lower order's function with the rules on arrays (first order), the
+analytic side with the rules on Tensors, so the two paths of a rule are held to each other.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from . import backward as _ag
 from . import forward_ad as _fw
 from .backend import array_module, to_numpy
 from .errors import MinigradError
-from .grad_mode import enable_grad, no_grad
+from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .tensor import Tensor, wrap as _wrap
 
 MODES = ("rev", "fwd")
@@ -249,12 +251,15 @@ def _rev_derived(s, grad_outputs=None):
 
     def vjp(*args):
         xs, cos = args[:n], args[n:]
-        # evaluated under no_grad for the finite differences: the first derivatives need the tape all the same
-        with enable_grad():
+        # differentiated (grad mode on), the backward is recorded: the rules run on Tensors. Evaluated
+        # for the finite differences (under no_grad), it is not: the rules run on arrays. So the
+        # Tensor path is held to the array path, not only to itself.
+        record = is_grad_enabled()
+        with enable_grad():  # the forward is recorded either way: backward needs the tape
             ys = _outputs(fn, xs)
             sel = [(y, c) for y, c in zip(ys, cos, strict=True) if y.requires_grad and y.dtype.kind == "f"]
             grads = (_ag.grad([y for y, _ in sel], [xs[i] for i in diff], [c for _, c in sel],
-                              create_graph=True, allow_unused=True) if sel else [None] * len(diff))
+                              create_graph=record, allow_unused=True) if sel else [None] * len(diff))
         res = []
         for g, i in zip(grads, diff, strict=True):
             if g is None:  # unused input: its derivative is zero (keeps the output count fixed)
