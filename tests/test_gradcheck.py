@@ -366,3 +366,30 @@ def test_sparse_inputs_in_forward_mode():
                              requires_grad=True)
     w = leaf((3, 2), 32)
     assert mg.gradcheck(lambda a, b: mg.sparse.matmul(a, b), (s, w), modes=("rev", "fwd"), order=2)
+
+
+def test_order_2_holds_a_rules_tensor_path_to_its_array_path():
+    """A registered op's rule runs on arrays in first order and on Tensors when differentiated again.
+    Order 2 evaluates the first derivative on arrays for its finite differences and on Tensors for
+    its analytic side, so a rule whose two paths disagree fails there (in each mode)."""
+    from minigrad.autograd import forward_ad as fwAD
+    from minigrad.engine import TENSORS, Op, apply
+
+    def rule(ctx, g):
+        (x,) = ctx.saved
+        return ((3 if ctx.xp is TENSORS else 2) * x * g,)
+
+    def jvp(ctx, u):
+        (x,) = ctx.args
+        return (3 if ctx.xp is TENSORS else 2) * x * u
+
+    rev_wrong = Op("square_rev_two_ways", lambda xp, x: x * x, rule, save=(0,), jvp=fwAD.linear(0))
+    fwd_wrong = Op("square_fwd_two_ways", lambda xp, x: x * x, lambda ctx, g: (2 * ctx.saved[0] * g,), save=(0,),
+                   jvp=jvp)
+    x = leaf((3,), 33)
+    for op, mode in ((rev_wrong, "rev"), (fwd_wrong, "fwd")):
+        assert mg.gradcheck(lambda a, op=op: apply(op, a), x, modes=mode)  # order 1 (arrays) is right
+        for fast in (False, True):
+            with pytest.raises(mg.GradcheckError, match=f"mode {mode}, order 2") as ei:
+                mg.gradcheck(lambda a, op=op: apply(op, a), x, modes=mode, order=2, fast=fast)
+            assert str(ei.value).startswith(f"op '{op.name}'")

@@ -17,14 +17,18 @@ escape all the same: the samples cannot see that fault. Only the derivatives tha
 everywhere (``ZERO``: no input could tell a corrupted rule from the right one) are left out, and
 the test checks that those corruptions really change nothing on every sample.
 
+A second measure holds order 2 to the two paths every rule has: each rule scaled by 1.5 only where
+it runs on Tensors (when differentiated again; order 1 runs it on arrays and cannot see that),
+checked at order 2 (fast).
+
 Run it alone to see the table: ``pytest -s tests/test_gradcheck_mutations.py``.
 """
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import minigrad as mg
+from minigrad.engine import TENSORS
 from test_registry import REG, _call, _inputs
 
 # derivatives that are zero wherever they exist, so that a corrupted rule is the same rule: op ->
@@ -67,8 +71,9 @@ class Mutant:
     """One corruption of one op's rule: ``wrap(rule)`` gives the corrupted rule; ``fired`` says it
     changed what the rule was handed or returned at least once, ``changed`` that the values differed."""
 
-    def __init__(self, op, mode, kind, at=None):
+    def __init__(self, op, mode, kind, at=None, tensors_only=False):
         self.op, self.mode, self.kind, self.at = op, mode, kind, at
+        self.tensors_only = tensors_only  # corrupt the rule only where it runs on Tensors (higher order)
         self.fired = self.changed = False
 
     @property
@@ -82,6 +87,8 @@ class Mutant:
     def wrap_vjp(self, rule):
         def corrupted(ctx, g, **params):
             good = tuple(rule(ctx, g, **params))
+            if self.tensors_only and ctx.xp is not TENSORS:
+                return good
             if self.kind in SCALES:
                 c = SCALES[self.kind]
                 bad = tuple(None if r is None else r * c for r in good)
@@ -102,6 +109,8 @@ class Mutant:
     def wrap_jvp(self, jvp):
         def corrupted(ctx, *ts, **params):
             good = jvp(ctx, *ts, **params)
+            if self.tensors_only and ctx.xp is not TENSORS:
+                return good
             many = isinstance(good, (tuple, list))
             goods = tuple(good) if many else (good,)
             if self.kind in SCALES:
@@ -159,13 +168,13 @@ def _cases(name, device):
     return cases
 
 
-def _check(cases, mode):
+def _check(cases, mode, order=1):
     """True when the checker passes every sample (the corruption escapes)."""
-    return all(mg.gradcheck(fn, xs, modes=(mode,), fast=True, locate=False, raise_exception=False)
+    return all(mg.gradcheck(fn, xs, modes=(mode,), fast=True, locate=False, raise_exception=False, order=order)
                for fn, xs in cases)
 
 
-def _run(device, monkeypatch):
+def _run(device, monkeypatch, mutants=None, order=1):
     results = {"caught": [], "escaped": [], "equivalent": [], "skipped": [], "inapplicable": []}
     for name in OPS:
         entry = REG[name]
@@ -178,10 +187,10 @@ def _run(device, monkeypatch):
                 ok[mode] = f"{name}: no forward-mode rule yet"
                 continue
             try:
-                ok[mode] = True if _check(cases, mode) else f"{name}: the right rules fail the {mode} check"
+                ok[mode] = True if _check(cases, mode, order) else f"{name}: the right rules fail the {mode} check"
             except Exception as e:  # noqa: BLE001 - reported: the op cannot be measured in this mode
                 ok[mode] = f"{name} ({mode}): {type(e).__name__}: {str(e)[:100]}"
-        for m in _mutants(name, device):
+        for m in (mutants or _mutants)(name, device):
             if ok[m.mode] is not True:
                 results["skipped"].append((m, ok[m.mode]))
                 continue
@@ -189,7 +198,7 @@ def _run(device, monkeypatch):
             with monkeypatch.context() as patch:
                 patch.setattr(entry.op, attr, (m.wrap_vjp if m.mode == "rev" else m.wrap_jvp)(getattr(entry.op, attr)))
                 try:
-                    escaped = _check(cases, m.mode)
+                    escaped = _check(cases, m.mode, order)
                 except Exception as e:  # noqa: BLE001 - a corrupted rule that breaks the run is seen
                     escaped, m.error = False, f"{type(e).__name__}: {str(e)[:80]}"
             if not m.fired:
@@ -217,11 +226,15 @@ def _why(m):
     return "the values changed but the checker passed"
 
 
-def test_gradcheck_catches_corrupted_rules(device, monkeypatch):
-    res = _run(device, monkeypatch)
+def _score(res):
     caught, escaped = res["caught"], res["escaped"]
     total = len(caught) + len(escaped)
-    score = len(caught) / total if total else 1.0
+    return caught, escaped, total, (len(caught) / total if total else 1.0)
+
+
+def test_gradcheck_catches_corrupted_rules(device, monkeypatch):
+    res = _run(device, monkeypatch)
+    caught, escaped, total, score = _score(res)
     print(f"\ngradcheck mutation score: {len(caught)}/{total} = {score:.4f} (fast=True, order 1, on {device})")
     for mode in ("rev", "fwd"):
         c = sum(m.mode == mode for m in caught)
@@ -247,3 +260,19 @@ def test_gradcheck_catches_corrupted_rules(device, monkeypatch):
     assert not zero_changed, f"ZERO lists derivatives that are not zero on the samples: {zero_changed}"
     assert total > 0
     assert score >= 0.99, f"mutation score {score:.4f} < 0.99; escapes: {[m.label for m in escaped]}"
+
+
+def _tensor_path_mutants(name, device):
+    return [Mutant(name, mode, "x1.5", tensors_only=True) for mode in ("rev", "fwd")]
+
+
+def test_order_2_catches_rules_whose_tensor_path_is_corrupted(device, monkeypatch):
+    """A rule runs on arrays in first order and on Tensors when differentiated again: each op's rule
+    is scaled by 1.5 on its Tensor path only (order 1 cannot see that), and order 2 (fast) must."""
+    res = _run(device, monkeypatch, _tensor_path_mutants, order=2)
+    caught, escaped, total, score = _score(res)
+    print(f"\ntensor-path corruptions caught at order 2: {len(caught)}/{total} = {score:.4f} (on {device})")
+    for m in escaped:
+        print(f"  escaped: {m.label} (tensor path): {_why(m)}")
+    assert total > 0
+    assert score >= 0.99, f"score {score:.4f} < 0.99; escapes: {[m.label for m in escaped]}"

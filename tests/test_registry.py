@@ -192,11 +192,11 @@ def test_tangents_match_torch_func_jvp(name, device):
                 got.append(np.zeros(o.shape) if t is None else t.numpy())
         targs = _torch_args(xs, torch)
 
-        def f(*prim, targs=targs, diff=diff):
+        def f(*prim, targs=targs, diff=diff, kwargs=sample.kwargs):
             args = list(targs)
             for k, p in zip(diff, prim, strict=True):
                 args[k] = p
-            return op.torch(torch, *args, **sample.kwargs)
+            return op.torch(torch, *args, **kwargs)
 
         want = _torch_jvp(torch, f, tuple(targs[k] for k in diff), tuple(torch.tensor(us[k]) for k in diff))
         want = want if isinstance(want, (tuple, list)) else (want,)
