@@ -138,6 +138,7 @@ class _Subject:
         self._columns = {}
         self._dirs = None
         self._numeric = {}
+        self._fwd = {}
         self._rev = None
 
     def outputs(self):
@@ -220,10 +221,13 @@ class _Subject:
             return [_flat(_tangent(o).data) for o in _outputs(self.fn, args)]
 
     def fwd_projection(self, pos):
-        us, vs = self.directions()
-        xp = array_module(_values_array(self.inputs[self.diff[pos]]))
-        ts = self.jvp(pos, xp.asarray(us[pos]))
-        return sum(float((t * v.ravel()).sum()) for t, v in zip(ts, vs, strict=True))
+        """``<J u, v>`` with ``u`` along input ``diff[pos]``: one dual forward."""
+        if pos not in self._fwd:
+            us, vs = self.directions()
+            xp = array_module(_values_array(self.inputs[self.diff[pos]]))
+            ts = self.jvp(pos, xp.asarray(us[pos]))
+            self._fwd[pos] = sum(float((t * v.ravel()).sum()) for t, v in zip(ts, vs, strict=True))
+        return self._fwd[pos]
 
 
 def _top(fn, inputs, diff):
