@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as _np
 
-from . import autograd, ops
+from . import autograd, func, ops
 from .backend import get_default_device, set_default_device
 from .creation import (
     arange, empty, eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
@@ -52,7 +52,7 @@ __all__ = sorted(
      "ones_like", "rand", "randn", "randint", "rand_like", "randn_like", "randperm", "inference_mode", "from_numpy", "from_dlpack", "manual_seed", "set_default_dtype", "get_default_dtype",
      "set_default_device", "get_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
      "grad", "gradcheck", "gradgradcheck", "compile", "CompileError", "AnomalyError", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",
-     "get_num_threads", "autograd", "ops", "cat", "clamp", "dot", "save", "load", "nn", "optim", "sparse", "viz",
+     "get_num_threads", "autograd", "func", "ops", "cat", "clamp", "dot", "save", "load", "nn", "optim", "sparse", "viz",
      "strided", "io", "utils", "linalg"] + list(ops.exports()))
 
 

@@ -7,6 +7,8 @@ This module only gathers their public names.
 """
 from __future__ import annotations
 
+import sys
+
 from . import forward_ad
 from .anomaly import detect_anomaly
 from .backward import grad
@@ -30,3 +32,8 @@ def profile():
     from .profile import Profile  # noqa: PLC0415 - the profile module loads on first use
 
     return Profile()
+
+
+# ``import minigrad.autograd.forward_ad as fwAD``, as PyTorch users write it: the module is
+# ``minigrad/forward_ad.py`` (beside the engine), reachable under this name too
+sys.modules[__name__ + ".forward_ad"] = forward_ad

@@ -10,12 +10,16 @@ the numeric one ``<(f(x + eps u) - f(x - eps u)) / 2 eps, v>``; they agree when
 ``|analytic - numeric| <= atol + rtol |numeric|``. Each op is re-run on fresh leaves:
 registered ops through ``engine.run_op(node.opdef, ...)``, ``autograd.Function`` subclasses
 through ``cls.apply`` (so their own ``forward``/``backward`` are what is checked).
+With ``mode="fwd"`` each op's forward-mode rule is checked the same way: the analytic value is
+``<the output's tangent when input i carries u, v>`` (a dual level around the op alone).
+``recorded`` and ``alone`` give gradcheck the ops of a tape one by one, to check them to any order.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from . import _state
+from . import forward_ad as _fw
 from .anomaly import fmt_where, user_where
 from .backend import array_module, to_numpy
 from .backward import _collect, grad as _grad
@@ -30,10 +34,10 @@ class OpCheck:
     """One row of a ``CheckReport``: one input of one op on the tape."""
 
     __slots__ = ("op", "position", "file", "line", "input", "abs_err", "rel_err", "analytic", "numeric", "ok",
-                 "node", "skipped")
+                 "node", "skipped", "mode")
 
     def __init__(self, op, position, file, line, input, abs_err=0.0, rel_err=0.0,  # noqa: A002
-                 analytic=0.0, numeric=0.0, ok=True, node=None, skipped=None):
+                 analytic=0.0, numeric=0.0, ok=True, node=None, skipped=None, mode="rev"):
         self.op = op
         self.position = position
         self.file = file
@@ -46,6 +50,7 @@ class OpCheck:
         self.ok = ok
         self.node = node          # the Node checked (of the float64 run)
         self.skipped = skipped    # why the op could not be re-run alone (then ok is True)
+        self.mode = mode          # "rev": the gradient rule was checked; "fwd": the forward-mode rule
 
     @property
     def where(self) -> str:
@@ -53,7 +58,8 @@ class OpCheck:
 
     def describe(self) -> str:
         """One sentence: op, position, file:line, input, errors."""
-        return (f"op {self.op!r} (position {self.position} on the tape) at {self.where}: gradient of input "
+        what = "gradient" if self.mode == "rev" else "forward-mode derivative (JVP)"
+        return (f"op {self.op!r} (position {self.position} on the tape) at {self.where}: {what} of input "
                 f"{self.input} is wrong: analytic {self.analytic:.6g}, numeric {self.numeric:.6g} "
                 f"(abs err {self.abs_err:.3g}, rel err {self.rel_err:.3g})")
 
@@ -171,8 +177,20 @@ def _copy(a):
 # checking one op alone
 # ---------------------------------------------------------------------------
 
-def _run(call, vals, diff, need_grad):
-    """Run the recorded op on ``vals`` (arrays per Tensor operand); returns (outputs, leaves)."""
+def _call_op(call, targs):
+    """Run the recorded op on ``targs`` (its operands, Tensors where it had Tensors)."""
+    p = call.params
+    if "cls" in p and "ctx" in p:
+        uargs = [targs[v] if k == "A" else v for k, v in p["args"]]
+        out = p["cls"].apply(*uargs, **p["kwargs"])
+    else:
+        out = run_op(call.node.opdef, *targs, **p)
+    return [out] if isinstance(out, Tensor) else list(out)
+
+
+def _run(call, vals, diff, need_grad, dual=None):
+    """Run the recorded op on ``vals`` (arrays per Tensor operand); returns (outputs, leaves).
+    ``dual``: ``(i, u)``, operand ``i`` carries the tangent ``u`` (inside a dual level)."""
     leaves = {}
     targs = []
     for i, (kind, v) in enumerate(call.args):
@@ -181,28 +199,42 @@ def _run(call, vals, diff, need_grad):
             if need_grad and i in diff:
                 t.requires_grad = True
                 leaves[i] = t
+            if dual is not None and dual[0] == i:
+                t = _fw.make_dual(t, wrap(dual[1]))
             targs.append(t)
         else:
             targs.append(v)
-    p = call.params
-    if "cls" in p and "ctx" in p:
-        uargs = [targs[v] if k == "A" else v for k, v in p["args"]]
-        out = p["cls"].apply(*uargs, **p["kwargs"])
-    else:
-        out = run_op(call.node.opdef, *targs, **p)
-    outs = [out] if isinstance(out, Tensor) else list(out)
-    return outs, leaves
+    return _call_op(call, targs), leaves
 
 
 def _dot(a, b) -> float:
     return float((to_numpy(a).astype(np.float64) * to_numpy(b).astype(np.float64)).sum())
 
 
-def _check_call(call, position, rng, eps, atol, rtol):
+def op_name(call) -> str:
+    """The name a report gives the op of a recorded call (a Function subclass's class name)."""
+    node = call.node
+    return node.opdef.name if getattr(node.opdef, "kind", None) == "function" else node.op
+
+
+def _tangents_dot(call, base, diff, i, u, vmap_by_pos):
+    """``<the outputs' tangents, v>`` with operand ``i`` carrying the tangent ``u``."""
+    with no_grad(), _fw.dual_level():
+        outs, _ = _run(call, base, diff, False, dual=(i, u))
+        total = 0.0
+        for pos, o in enumerate(outs):
+            v = vmap_by_pos.get(pos)
+            t = _fw.unpack_dual(o).tangent
+            if v is not None and t is not None:
+                total += _dot(t.data, v.data)
+    return total
+
+
+def _check_call(call, position, rng, eps, atol, rtol, mode="rev"):
     node = call.node
     diff = [i for i, p in enumerate(node.parents) if p is not None]
     file, line = call.where if call.where else (None, None)
-    name = node.opdef.name if getattr(node.opdef, "kind", None) == "function" else node.op
+    name = op_name(call)
     base = {i: v for i, (k, v) in enumerate(call.args) if k == "T"}
     us = {}
     for i in diff:
@@ -215,30 +247,57 @@ def _check_call(call, position, rng, eps, atol, rtol):
         sel = [o for o in outs if o.requires_grad and o.dtype.kind == "f"]
         vs = [wrap(array_module(o.data).asarray(rng.standard_normal(o.shape)).astype(o.dtype)) for o in sel]
         order = [i for i in diff if i in leaves]
-        grads = _grad(sel, [leaves[i] for i in order], vs, allow_unused=True) if sel and order else ()
-        ga = dict(zip(order, grads, strict=True))
+        ga = {}
+        if mode == "rev":
+            grads = _grad(sel, [leaves[i] for i in order], vs, allow_unused=True) if sel and order else ()
+            ga = dict(zip(order, grads, strict=True))
         vmap = {id(o): v for o, v in zip(sel, vs, strict=True)}
+        vpos = {pos: vmap[id(o)] for pos, o in enumerate(outs) if id(o) in vmap}
         rows = []
         for i in diff:
-            g = ga.get(i)
-            analytic = 0.0 if g is None else _dot(g.data, us[i])
+            if mode == "rev":
+                g = ga.get(i)
+                analytic = 0.0 if g is None else _dot(g.data, us[i])
+            else:
+                analytic = _tangents_dot(call, base, diff, i, us[i], vpos)
             with no_grad():
                 plus, _ = _run(call, {**base, i: base[i] + eps * us[i]}, diff, False)
                 minus, _ = _run(call, {**base, i: base[i] - eps * us[i]}, diff, False)
             numeric = 0.0
-            for o, p_, m_ in zip(outs, plus, minus, strict=True):
-                v = vmap.get(id(o))
+            for pos, (p_, m_) in enumerate(zip(plus, minus, strict=True)):
+                v = vpos.get(pos)
                 if v is not None:
                     numeric += _dot((p_.data - m_.data) / (2 * eps), v.data)
             err = abs(analytic - numeric)
             ok = bool(err <= atol + rtol * abs(numeric))  # NaN fails
             rel = err / abs(numeric) if numeric != 0 else (0.0 if err == 0 else float("inf"))
-            rows.append(OpCheck(name, position, file, line, i, err, rel, analytic, numeric, ok, node))
+            rows.append(OpCheck(name, position, file, line, i, err, rel, analytic, numeric, ok, node, mode=mode))
         return rows
     except Exception as e:  # noqa: BLE001 - an op that cannot run alone is reported, not fatal
         why = f"{type(e).__name__}: {e}".splitlines()[0][:80]
         return [OpCheck(name, position, file, line, i, float("nan"), float("nan"), float("nan"), float("nan"),
-                        True, node, skipped=why) for i in diff]
+                        True, node, skipped=why, mode=mode) for i in diff]
+
+
+def alone(call):
+    """The op of a recorded call as a function of its differentiable operands, and fresh float64
+    leaves holding their recorded values: ``(fn, leaves)``, for checking it alone to any order."""
+    diff = [i for i, p in enumerate(call.node.parents) if p is not None]
+    base = {i: v for i, (k, v) in enumerate(call.args) if k == "T"}
+    leaves = []
+    for i in diff:
+        t = wrap(base[i].copy())
+        t.requires_grad = True
+        leaves.append(t)
+
+    def fn(*xs):
+        given = dict(zip(diff, xs, strict=True))
+        targs = [given[i] if i in given else wrap(v.copy()) if k == "T" else v
+                 for i, (k, v) in enumerate(call.args)]
+        outs = _call_op(call, targs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    return fn, leaves
 
 
 def _float64_inputs(inputs):
@@ -253,24 +312,9 @@ def _float64_inputs(inputs):
     return out
 
 
-def check_ops(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0) -> CheckReport:
-    """Check every recorded op's gradient rule alone against central differences.
-
-    Args:
-        fn: takes the inputs, returns a Tensor or a tuple of Tensors.
-        *inputs: passed to ``fn``; Tensors that require grad become float64 leaves first.
-        eps: the finite-difference step. atol, rtol: tolerances (``|a - n| <= atol + rtol |n|``).
-        seed: seeds the random upstream gradients and directions.
-
-    Returns:
-        a ``CheckReport``: ``.ok``, ``.rows`` (``OpCheck``: ``.op``, ``.position``, ``.file``,
-        ``.line``, ``.input``, ``.abs_err``, ``.rel_err``, ``.analytic``, ``.numeric``, ``.ok``),
-        ``.failures``, ``.first_failure``; ``print(report)`` shows a table.
-
-    >>> report = mg.autograd.check_ops(lambda a, b: (a @ b).tanh().sum(), x, w)
-    >>> report.ok
-    True
-    """
+def recorded(fn, inputs):
+    """Run ``fn`` once in float64 under the recording observer: ``[(position, call), ...]``, the
+    ops on the outputs' tape in tape order, with their operands."""
     inputs = _float64_inputs(inputs)
     rec = _Recorder()
     token = _state.add_observer(rec)
@@ -287,10 +331,33 @@ def check_ops(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0) -> CheckRepor
         if isinstance(o, Tensor) and o._node is not None:
             roots.append(o._node)
     tape = list(reversed(_collect(roots))) if roots else []
+    return [(position, rec.calls[id(node)]) for position, node in enumerate(tape) if id(node) in rec.calls]
+
+
+def check_ops(fn, *inputs, eps=1e-6, atol=1e-5, rtol=1e-3, seed=0, mode="rev") -> CheckReport:
+    """Check every recorded op's gradient rule (or forward-mode rule) alone against central differences.
+
+    Args:
+        fn: takes the inputs, returns a Tensor or a tuple of Tensors.
+        *inputs: passed to ``fn``; Tensors that require grad become float64 leaves first.
+        eps: the finite-difference step. atol, rtol: tolerances (``|a - n| <= atol + rtol |n|``).
+        seed: seeds the random upstream gradients and directions.
+        mode: "rev" checks each op's gradient rule (``<rule's gradient for v, u>``); "fwd" its
+            forward-mode rule (``<the output's tangent for u, v>``).
+
+    Returns:
+        a ``CheckReport``: ``.ok``, ``.rows`` (``OpCheck``: ``.op``, ``.position``, ``.file``,
+        ``.line``, ``.input``, ``.abs_err``, ``.rel_err``, ``.analytic``, ``.numeric``, ``.ok``),
+        ``.failures``, ``.first_failure``; ``print(report)`` shows a table.
+
+    >>> report = mg.autograd.check_ops(lambda a, b: (a @ b).tanh().sum(), x, w)
+    >>> report.ok
+    True
+    """
+    if mode not in ("rev", "fwd"):
+        raise ValueError(f"check_ops: mode must be 'rev' or 'fwd', got {mode!r}")
     rng = np.random.default_rng(seed)
     rows = []
-    for position, node in enumerate(tape):
-        call = rec.calls.get(id(node))
-        if call is not None:
-            rows.extend(_check_call(call, position, rng, eps, atol, rtol))
+    for position, call in recorded(fn, inputs):
+        rows.extend(_check_call(call, position, rng, eps, atol, rtol, mode))
     return CheckReport(rows, (eps, atol, rtol))

@@ -449,8 +449,3 @@ class ArrayCtx:
         self.aux = node.aux
         self.parents = node.parents
         self.meta = node.meta
-
-
-# the entry point's old name, still imported by branches written before the rename (func.py,
-# tests/test_registry.py, check.py's rework); remove once they say run_op
-apply = run_op

@@ -37,11 +37,16 @@ _new = object.__new__
 class Levels:
     """The dual levels active in this thread, outermost first. ``run_op`` calls ``carry``."""
 
-    __slots__ = ("ids", "duals")
+    __slots__ = ("ids", "duals", "plain")
 
-    def __init__(self, ids, duals):
+    def __init__(self, ids, duals, plain=frozenset()):
         self.ids = ids
         self.duals = duals  # per level: weak references to the tensors make_dual made there
+        self.plain = plain  # levels whose tangents no reverse pass differentiates (dual_level(_plain=True))
+
+    def inside(self, outer):
+        """These levels with only ``outer`` (a prefix of ``ids``) active; None when it is empty."""
+        return Levels(outer, self.duals, self.plain) if outer else None
 
     def __repr__(self):
         return f"<dual levels {self.ids}>"
@@ -68,7 +73,8 @@ class Levels:
                 continue
             if op.jvp is None:
                 _no_rule(op)
-            elif k == 0 and out.__class__ is not tuple and op.arrays and not (rg and _state.get().grad):
+            elif k == 0 and out.__class__ is not tuple and op.arrays and not (
+                    rg and level not in self.plain and _state.get().grad):
                 _on_arrays(op, datas, params, aux, out, tds, level)
             else:
                 _on_tensors(op, args, params, aux, out, ts, level, ids[:k])
@@ -118,7 +124,7 @@ def _on_tensors(op, args, params, aux, out, ts, level, outer):
     outs = out if many else (out,)
     if not any(o.data.dtype.kind == "f" for o in outs):
         return
-    token = _state.set_levels(Levels(outer, _state.get().fw.duals) if outer else None)
+    token = _state.set_levels(_state.get().fw.inside(outer))
     try:
         res = op.jvp(JvpCtx(TENSORS, op, args, out, aux), *ts, **params)
     finally:
@@ -207,7 +213,11 @@ def elementwise(ctx, *ts, **params):
     op, args, xp = ctx.op, ctx.args, ctx.xp
     n = len(args)
     save = op.save_at if op.save_at is not None else _positions(op.save, n)
-    saved = tuple([args[i] if xp is not TENSORS else _as_saved(args[i]) for i in save if i < n]) if save else ()
+    if save and save[-1] >= n:
+        save = tuple(i for i in save if i < n)
+    saved = tuple(map(args.__getitem__, save))
+    if xp is TENSORS:
+        saved = tuple(map(_as_saved, saved))
     total = None
     for i, t in enumerate(ts):
         if t is None:
@@ -215,7 +225,10 @@ def elementwise(ctx, *ts, **params):
         if op.broadcast and t.shape != ctx.out.shape:
             t = xp.broadcast_to(t, ctx.out.shape)
         ctx.parents = _ONLY[n][i]
-        ctx.saved = saved if not op.cross else tuple([None if j == i else v for j, v in zip(save, saved, strict=False)])
+        ctx.saved = saved
+        if op.cross and i in save:
+            k = save.index(i)
+            ctx.saved = saved[:k] + (None,) + saved[k + 1:]
         d = op.rule(ctx, t, **params)[i]
         if d is not None:
             total = d if total is None else total + d
@@ -291,6 +304,11 @@ class dual_level:  # noqa: N801 - PyTorch's name
     ...     primal, tangent = fwAD.unpack_dual(y)      # sin(x), cos(x) * u
     """
 
+    def __init__(self, *, _plain=False):
+        # _plain (mg.func's hvp and hessian): no reverse pass will differentiate this level's
+        # tangents, so they are computed on arrays even from inputs that require grad
+        self._plain = _plain
+
     def __enter__(self):
         _state.refuse("forward mode (forward_ad.dual_level): a replay would not carry tangents")
         m = _state.get()
@@ -299,7 +317,8 @@ class dual_level:  # noqa: N801 - PyTorch's name
         ids = (outer.ids if outer is not None else ()) + (self.level,)
         duals = dict(outer.duals) if outer is not None else {}
         duals[self.level] = []
-        self._token = _state.set_levels(Levels(ids, duals))
+        plain = outer.plain if outer is not None else frozenset()
+        self._token = _state.set_levels(Levels(ids, duals, plain | {self.level} if self._plain else plain))
         return self.level
 
     def __exit__(self, *exc):
@@ -337,8 +356,7 @@ def make_dual(primal, tangent, *, level=None):
     if not isinstance(primal, Tensor):
         raise TypeError(f"forward_ad.make_dual: the primal must be a Tensor, got {type(primal).__name__}")
     tangent = _check_tangent(primal, tangent)
-    token = _state.set_levels(Levels(tuple(i for i in fw.ids if i < level), fw.duals) if fw.ids[0] < level
-                              else None)
+    token = _state.set_levels(fw.inside(tuple(i for i in fw.ids if i < level)))
     try:
         d = run_op(_ALIAS, primal)  # the outer levels' tangents ride along
     finally:
@@ -388,7 +406,7 @@ def unpack_dual(tensor, *, level=None):
     if t is None:
         return UnpackedDualTensor(tensor, None)
     outer = tuple(i for i in fw.ids if i < level)
-    token = _state.set_levels(Levels(outer, fw.duals) if outer else None)
+    token = _state.set_levels(fw.inside(outer))
     try:
         p = run_op(_ALIAS, tensor)
     finally:

@@ -1,17 +1,48 @@
-"""Check analytic gradients against central finite differences in float64."""
+"""Check derivatives against central finite differences in float64: in reverse mode (backward)
+and in forward mode (JVPs through dual levels), to order 3.
+
+Order 1 checks ``fn``'s Jacobian. Order ``k + 1`` checks the Jacobian of the derivative function
+of order ``k``: in reverse mode ``(x, v) -> J(x)ᵀ v`` (backward with ``create_graph``); in forward
+mode ``(x, u) -> J(x) u`` (the tangent a dual level gives), so forward-mode orders nest dual
+levels (forward over forward) and never differentiate in reverse. Forward mode is also held to
+the reverse mode through ⟨u, Jᵀv⟩ = ⟨Ju, v⟩ (JAX's check). At order 2 and above the finite
+differences evaluate the lower order's function with the rules on arrays (first order), the
+analytic side with the rules on Tensors, so the two paths of a rule are held to each other.
+"""
 from __future__ import annotations
 
 import numpy as np
 
-from . import autograd as _ag
+from . import backward as _ag
+from . import forward_ad as _fw
 from .backend import array_module, to_numpy
 from .errors import MinigradError
+from .grad_mode import enable_grad, is_grad_enabled, no_grad
 from .tensor import Tensor, wrap as _wrap
+
+MODES = ("rev", "fwd")
+_WHAT = {"rev": "reverse mode (backward)", "fwd": "forward mode (JVP)"}
 
 
 class GradcheckError(MinigradError, RuntimeError):
-    """Analytic and numeric gradients disagree (raised by gradcheck / gradgradcheck)."""
+    """Analytic and numeric derivatives disagree (raised by gradcheck / gradgradcheck).
 
+    Attributes (None where they do not apply): ``mode`` ("rev" or "fwd"), ``order`` (1 to 3),
+    ``input`` (the position among the inputs of the function checked at that order: ``fn``'s at
+    order 1), ``name`` (that input's name in the message: "input 0", "the tangent of input 0"...),
+    ``element``, ``output``, ``analytic``, ``numeric``."""
+
+    def __init__(self, message="", *, mode=None, order=None, input=None, name=None, element=None,  # noqa: A002
+                 output=None, analytic=None, numeric=None, suspect=None):
+        super().__init__(message)
+        self.mode, self.order, self.input, self.name, self.element = mode, order, input, name, element
+        self.output, self.analytic, self.numeric = output, analytic, numeric
+        self.suspect = suspect or mode  # the mode whose rules the numbers point at (locate checks it)
+
+
+# ---------------------------------------------------------------------------
+# inputs and outputs
+# ---------------------------------------------------------------------------
 
 
 def _is_sparse(x):
@@ -54,8 +85,12 @@ def _outputs(fn, inputs):
     return [o.to_dense() if _is_sparse(o) else o for o in outs if isinstance(o, Tensor) or _is_sparse(o)]
 
 
+def _flat(a):
+    return to_numpy(a).astype(np.float64).ravel()
+
+
 def _flat_data(outs):
-    return [to_numpy(o.data).astype(np.float64).ravel() for o in outs]
+    return [_flat(o.data) for o in outs]
 
 
 def _where(x, flat_index):
@@ -63,9 +98,367 @@ def _where(x, flat_index):
     return tuple(int(i) for i in np.unravel_index(flat_index, shape)) if shape else ()
 
 
+def _float64(xp, a):
+    """A float64 leaf that requires grad, on the array module ``xp``, holding host data ``a``."""
+    t = _wrap(xp.asarray(np.asarray(a, dtype=np.float64)))
+    t.requires_grad = True
+    return t
+
+
+def _dual(x, t):
+    """``x`` carrying the tangent ``t`` (a Tensor of x's values' shape) at the innermost level."""
+    if _is_sparse(x):
+        if hasattr(x, "_make_dual"):  # a sparse primal's tangent: its indices, these values
+            return _fw.make_dual(x, x._grad_like(t))
+        return x._with_values(_fw.make_dual(x._grad_target(), t))
+    return _fw.make_dual(x, t)
+
+
+def _tangent(o):
+    """``o``'s tangent at the innermost level; zeros (float64) where it carries none."""
+    t = _fw.unpack_dual(o).tangent
+    if t is None:
+        return _wrap(array_module(o.data).zeros(o.shape, dtype=np.float64))
+    return t
+
+
+# ---------------------------------------------------------------------------
+# the function checked at one order, and the derivative functions of the next
+# ---------------------------------------------------------------------------
+
+
+class _Subject:
+    """A function checked at one order: ``fn(*inputs)``, the positions ``diff`` of its
+    differentiable inputs, names for its inputs and outputs (for messages). Its numeric
+    derivatives are kept, so the two modes at order 1 share them."""
+
+    def __init__(self, fn, inputs, diff, names, out_name, order, seed):
+        self.fn, self.inputs, self.diff, self.names, self.out_name = fn, inputs, diff, names, out_name
+        self.order, self.seed = order, seed
+        self._columns = {}
+        self._dirs = None
+        self._numeric = {}
+        self._fwd = {}
+        self._rev = None
+
+    def outputs(self):
+        return _outputs(self.fn, self.inputs)
+
+    def shape_of(self, i):
+        return tuple(_values_array(self.inputs[i]).shape)
+
+    # -- finite differences ------------------------------------------------
+    def _evaluate(self):
+        with no_grad():
+            return _flat_data(self.outputs())
+
+    def column(self, pos, k, eps):
+        """Numeric Jacobian column: d outputs / d element ``k`` of input ``diff[pos]``."""
+        key = (pos, k)
+        if key not in self._columns:
+            arr = _values_array(self.inputs[self.diff[pos]])
+            flat = arr.reshape(-1)
+            old = flat[k].item()
+            flat[k] = old + eps
+            plus = self._evaluate()
+            flat[k] = old - eps
+            minus = self._evaluate()
+            flat[k] = old
+            self._columns[key] = [(p - m) / (2 * eps) for p, m in zip(plus, minus, strict=True)]
+        return self._columns[key]
+
+    def directions(self):
+        """Random unit directions ``u`` (one per differentiable input) and output weights ``v``."""
+        if self._dirs is None:
+            rng = np.random.default_rng(self.seed)
+            with no_grad():
+                outs = self.outputs()
+            us = []
+            for i in self.diff:
+                u = rng.standard_normal(self.shape_of(i))
+                us.append(u / max(float(np.linalg.norm(u)), 1e-12))
+            vs = [rng.standard_normal(o.shape) for o in outs]
+            self._dirs = (us, vs)
+        return self._dirs
+
+    def numeric_projection(self, pos, eps):
+        """``<(f(x + eps u) - f(x - eps u)) / 2 eps, v>`` with ``u`` along input ``diff[pos]``."""
+        if pos not in self._numeric:
+            us, vs = self.directions()
+            arr = _values_array(self.inputs[self.diff[pos]])
+            old = arr.copy()
+            u = array_module(arr).asarray(us[pos])
+            arr[...] = old + eps * u
+            plus = self._evaluate()
+            arr[...] = old - eps * u
+            minus = self._evaluate()
+            arr[...] = old
+            self._numeric[pos] = sum(float(((p - m) / (2 * eps) * v.ravel()).sum())
+                                     for p, m, v in zip(plus, minus, vs, strict=True))
+        return self._numeric[pos]
+
+    # -- analytic ------------------------------------------------------------
+    def rev_projections(self):
+        """``<(Jᵀ v) at input diff[pos], u>`` per differentiable input: one backward."""
+        if self._rev is None:
+            us, vs = self.directions()
+            with enable_grad():
+                outs = self.outputs()
+                sel = [(o, _wrap(array_module(o.data).asarray(v).astype(o.dtype)))
+                       for o, v in zip(outs, vs, strict=True) if o.requires_grad and o.dtype.kind == "f"]
+                grads = (_ag.grad([o for o, _ in sel], [self.inputs[i] for i in self.diff], [v for _, v in sel],
+                                  allow_unused=True) if sel else [None] * len(self.diff))
+            self._rev = [0.0 if g is None else float((_flat(_grad_array(g)) * u.ravel()).sum())
+                         for g, u in zip(grads, us, strict=True)]
+        return self._rev
+
+    def jvp(self, pos, u):
+        """The outputs' tangents (flat, host) with tangent ``u`` (an array) on input ``diff[pos]``."""
+        args = list(self.inputs)
+        i = self.diff[pos]
+        with no_grad(), _fw.dual_level():
+            args[i] = _dual(args[i], _wrap(u))
+            return [_flat(_tangent(o).data) for o in _outputs(self.fn, args)]
+
+    def fwd_projection(self, pos):
+        """``<J u, v>`` with ``u`` along input ``diff[pos]``: one dual forward."""
+        if pos not in self._fwd:
+            us, vs = self.directions()
+            xp = array_module(_values_array(self.inputs[self.diff[pos]]))
+            ts = self.jvp(pos, xp.asarray(us[pos]))
+            self._fwd[pos] = sum(float((t * v.ravel()).sum()) for t, v in zip(ts, vs, strict=True))
+        return self._fwd[pos]
+
+
+def _top(fn, inputs, diff):
+    return _Subject(fn, inputs, diff, [f"input {i}" for i in range(len(inputs))], lambda j: f"output {j}", 1, 0)
+
+
+def _rev_derived(s, grad_outputs=None):
+    """The reverse-mode derivative of ``s`` as a function to check: ``(x, v) -> J(x)ᵀ v``, with
+    the cotangents ``v`` (random, or ``grad_outputs``) as extra differentiable inputs."""
+    fn, diff, n = s.fn, s.diff, len(s.inputs)
+    with no_grad():
+        outs = s.outputs()
+    if grad_outputs is None:
+        rng = np.random.default_rng(100 + s.order)
+        grad_outputs = [_wrap(array_module(o.data).asarray(rng.standard_normal(o.shape))) for o in outs]
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = [grad_outputs]
+    if len(grad_outputs) != len(outs):
+        raise ValueError(f"gradgradcheck: got {len(grad_outputs)} grad_outputs for {len(outs)} outputs")
+    vs = []
+    for g, o in zip(grad_outputs, outs, strict=True):
+        g = _wrap(g.data.astype(np.float64)) if g.dtype != np.float64 else _wrap(g.data.copy())
+        g.requires_grad = o.dtype.kind == "f"
+        vs.append(g)
+
+    def vjp(*args):
+        xs, cos = args[:n], args[n:]
+        # differentiated (grad mode on), the backward is recorded: the rules run on Tensors. Evaluated
+        # for the finite differences (under no_grad), it is not: the rules run on arrays. So the
+        # Tensor path is held to the array path, not only to itself.
+        record = is_grad_enabled()
+        with enable_grad():  # the forward is recorded either way: backward needs the tape
+            ys = _outputs(fn, xs)
+            sel = [(y, c) for y, c in zip(ys, cos, strict=True) if y.requires_grad and y.dtype.kind == "f"]
+            grads = (_ag.grad([y for y, _ in sel], [xs[i] for i in diff], [c for _, c in sel],
+                              create_graph=record, allow_unused=True) if sel else [None] * len(diff))
+        res = []
+        for g, i in zip(grads, diff, strict=True):
+            if g is None:  # unused input: its derivative is zero (keeps the output count fixed)
+                g = _wrap(array_module(_values_array(xs[i])).zeros(xs[i].shape, dtype=np.float64))
+            res.append(g.to_dense() if _is_sparse(g) else g)
+        return tuple(res)
+
+    names = s.names + [f"the cotangent of {s.out_name(j)}" for j in range(len(outs))]
+    new_diff = list(diff) + [n + j for j, v in enumerate(vs) if v.requires_grad]
+    return _Subject(vjp, list(s.inputs) + vs, new_diff, names,
+                    lambda j: f"the gradient of {s.names[diff[j]]}", s.order + 1, s.seed + 1)
+
+
+def _fwd_derived(s):
+    """The forward-mode derivative of ``s`` as a function to check: ``(x, u) -> J(x) u`` (the
+    outputs' tangents at a dual level of its own), with the tangents ``u`` (random) as extra
+    differentiable inputs. Checking it in forward mode opens a level outside that one."""
+    fn, diff, n = s.fn, s.diff, len(s.inputs)
+    rng = np.random.default_rng(200 + s.order)
+    us = [_float64(array_module(_values_array(s.inputs[i])), rng.standard_normal(s.shape_of(i))) for i in diff]
+
+    def jvp(*args):
+        xs, ts = list(args[:n]), args[n:]
+        with _fw.dual_level():
+            for i, t in zip(diff, ts, strict=True):
+                xs[i] = _dual(xs[i], t)
+            return tuple(_tangent(o) for o in _outputs(fn, xs))
+
+    names = s.names + [f"the tangent of {s.names[i]}" for i in diff]
+    return _Subject(jvp, list(s.inputs) + us, list(diff) + list(range(n, n + len(diff))), names,
+                    lambda j: f"the tangent of {s.out_name(j)}", s.order + 1, s.seed + 1)
+
+
+# ---------------------------------------------------------------------------
+# the checks
+# ---------------------------------------------------------------------------
+
+
+def _order_note(mode, order):
+    if order == 1:
+        return ""
+    if mode == "rev":
+        return (f"; order {order} differentiates, in reverse mode, the reverse-mode derivative of order "
+                f"{order - 1}, (x, v) -> J(x)ᵀv")
+    return (f"; order {order} differentiates, in forward mode, the forward-mode derivative of order "
+            f"{order - 1}, (x, u) -> J(x)u (nested dual levels)")
+
+
+def _rev_jacobian(s):
+    """``analytic[oi][pos]``: the (n_out, n_in) block of the Jacobian, one backward per output element."""
+    with enable_grad():
+        outs = s.outputs()
+        diff_inputs = [s.inputs[i] for i in s.diff]
+        analytic = []
+        for oi, o in enumerate(outs):
+            n_out = o.size
+            rows = [np.zeros((n_out, _values_array(x).size)) for x in diff_inputs]
+            if o.requires_grad and o.dtype.kind == "f":
+                xp = array_module(o.data)
+                sel = [qi for qi, q in enumerate(outs) if q.requires_grad and q.dtype.kind == "f"]
+                for j in range(n_out):
+                    go = xp.zeros(o.shape, dtype=o.dtype)
+                    go.reshape(-1)[j] = 1
+                    # by position: outputs may alias
+                    gsel = [_wrap(go) if qi == oi else _wrap(xp.zeros(outs[qi].shape, dtype=outs[qi].dtype))
+                            for qi in sel]
+                    grads = _ag.grad([outs[qi] for qi in sel], diff_inputs, gsel, retain_graph=True,
+                                     allow_unused=True)
+                    for r, g in zip(rows, grads, strict=True):
+                        ga = _grad_array(g)
+                        if ga is not None:
+                            r[j] = _flat(ga)
+            analytic.append(rows)
+    return analytic
+
+
+def _compare_columns(s, mode, column, tol):
+    """Every Jacobian column ``column(pos, k)`` (one flat array per output) against the numeric one."""
+    eps, atol, rtol = tol
+    n_out = None
+    for pos, i in enumerate(s.diff):
+        x = s.inputs[i]
+        size = _values_array(x).size
+        for k in range(size):
+            cols = s.column(pos, k, eps)
+            got = column(pos, k)
+            if n_out is None:
+                n_out = len(got)
+            if len(cols) != len(got):
+                raise RuntimeError(
+                    f"gradcheck: fn returned {len(got)} outputs with grad enabled but {len(cols)} under no_grad")
+            for oi, (a, col) in enumerate(zip(got, cols, strict=True)):
+                bad = np.abs(a - col) > atol + rtol * np.abs(col)
+                bad |= np.isnan(a) != np.isnan(col)
+                if bad.any():
+                    j = int(np.argmax(bad))
+                    oshape = s._out_shapes[oi]
+                    oidx = tuple(int(t) for t in np.unravel_index(j, oshape)) if oshape else ()
+                    where = _where(x, k)
+                    sparse = ", stored values of a sparse tensor" if _is_sparse(x) else ""
+                    raise GradcheckError(
+                        f"gradcheck: Jacobian mismatch for {s.names[i]} (shape {s.shape_of(i)}{sparse}) at element "
+                        f"{where}, {s.out_name(oi)} element {oidx}, in {_WHAT[mode]} (mode {mode}, order {s.order}): "
+                        f"analytic {float(a[j])!r}, numeric {float(col[j])!r} "
+                        f"(atol={atol}, rtol={rtol}, eps={eps}){_order_note(mode, s.order)}",
+                        mode=mode, order=s.order, input=i, name=s.names[i], element=where, output=(oi, oidx),
+                        analytic=float(a[j]), numeric=float(col[j]))
+
+
+def _full(s, mode, tol):
+    with no_grad():
+        s._out_shapes = [o.shape for o in s.outputs()]
+    if mode == "rev":
+        analytic = _rev_jacobian(s)
+        _compare_columns(s, mode, lambda pos, k: [blocks[pos][:, k] for blocks in analytic], tol)
+        return
+
+    def column(pos, k):
+        arr = _values_array(s.inputs[s.diff[pos]])
+        u = array_module(arr).zeros(arr.shape, dtype=np.float64)
+        u.reshape(-1)[k] = 1
+        return s.jvp(pos, u)
+
+    _compare_columns(s, mode, column, tol)
+    _agree_with_rev(s, tol, checked=True)
+
+
+def _projection_error(s, mode, pos, analytic, numeric, tol, against="finite differences"):
+    eps, atol, rtol = tol
+    i = s.diff[pos]
+    return GradcheckError(
+        f"gradcheck (fast): the directional derivative (mode {mode}, order {s.order}: {_WHAT[mode]}) along a "
+        f"random direction u of {s.names[i]} (shape {s.shape_of(i)}), projected on random output weights v, disagrees with "
+        f"{against}: analytic {analytic!r}, numeric {numeric!r} (atol={atol}, rtol={rtol}, eps={eps})"
+        f"{_order_note(mode, s.order)}",
+        mode=mode, order=s.order, input=i, name=s.names[i], analytic=analytic, numeric=numeric)
+
+
+def _fast(s, mode, tol):
+    eps, atol, rtol = tol
+    for pos in range(len(s.diff)):
+        a = s.rev_projections()[pos] if mode == "rev" else s.fwd_projection(pos)
+        n = s.numeric_projection(pos, eps)
+        if not abs(a - n) <= atol + rtol * abs(n):
+            raise _projection_error(s, mode, pos, a, n, tol)
+    if mode == "fwd":
+        _agree_with_rev(s, tol, checked=True)
+
+
+def _agree_with_rev(s, tol, checked):
+    """Forward mode held to the reverse mode: <u, Jᵀv> = <Ju, v> per differentiable input."""
+    _, atol, rtol = tol
+    for pos in range(len(s.diff)):
+        f, r = s.fwd_projection(pos), s.rev_projections()[pos]
+        if not abs(f - r) <= atol + rtol * abs(f):
+            i = s.diff[pos]
+            how = "reverse over forward" if s.order > 1 else "backward"
+            raise GradcheckError(
+                f"gradcheck: forward and reverse mode disagree (mode fwd, order {s.order}) for {s.names[i]} "
+                f"(shape {s.shape_of(i)}): <J u, v> = {f!r} (forward mode), <u, Jᵀ v> = {r!r} (reverse mode, "
+                f"{how}) for random u, v (atol={atol}, rtol={rtol})"
+                + ("; the forward mode agrees with finite differences, so the reverse mode is wrong" if checked
+                   else "") + _order_note("fwd", s.order),
+                mode="fwd", order=s.order, input=i, name=s.names[i], analytic=f, numeric=r, suspect="rev")
+
+
+def _check(s, mode, fast, tol, fallback):
+    if not fast:
+        _full(s, mode, tol)
+        return
+    try:
+        _fast(s, mode, tol)
+    except GradcheckError as e:
+        if not fallback or e.suspect != mode:
+            raise
+        try:
+            _full(s, mode, tol)
+        except GradcheckError as full:
+            full.args = (f"{full.args[0]}\n(the fast check failed first: {e.args[0]})",)
+            raise full from None
+        raise
+
+
+def _modes(modes):
+    modes = (modes,) if isinstance(modes, str) else tuple(modes)
+    bad = [m for m in modes if m not in MODES]
+    if bad or not modes:
+        raise ValueError(f"gradcheck: modes must hold 'rev' and/or 'fwd', got {modes!r}")
+    return tuple(dict.fromkeys(modes))
+
+
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, fast=False,
-              locate=True) -> bool:
-    """Compare backward with central finite differences, in float64.
+              locate=True, modes=("rev",), order=1) -> bool:
+    """Compare derivatives with central finite differences, in float64, in reverse and/or forward
+    mode, up to ``order``.
 
     Args:
         fn: takes the inputs, returns a Tensor or a tuple of Tensors.
@@ -74,201 +467,90 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
             entries only.
         eps: finite-difference step. atol, rtol: tolerances (|a - n| <= atol + rtol |n|).
         raise_exception: raise ``GradcheckError`` on a mismatch (else return False).
-        fast: compare one random directional derivative instead of the full Jacobian.
-        locate: on a mismatch, check every op of ``fn`` alone (``mg.autograd.check_ops``) and
-            begin the error message with the first op whose rule is wrong: its name, its
-            position on the tape, the ``file:line`` that created it, the input and the error.
+        fast: compare, per input, one random projection ``vᵀ J u`` instead of the full Jacobian;
+            on a failure the full check runs for the message.
+        locate: on a mismatch, begin the error message with the first op of ``fn`` whose rule,
+            checked alone in the failing mode and order, is wrong (``mg.autograd.check_ops`` at
+            order 1): its name, its position on the tape, the ``file:line`` that created it.
+        modes: "rev" (backward) and/or "fwd" (forward mode: JVPs through dual levels, also held
+            to the reverse mode through <u, Jᵀv> = <Ju, v>).
+        order: 1 to 3: each order up to ``order`` is checked in each mode, lowest first. Order
+            ``k + 1`` checks the derivative function of order ``k``: ``(x, v) -> J(x)ᵀv`` in
+            reverse mode, ``(x, u) -> J(x)u`` in forward mode (forward over forward).
 
     Returns:
-        True when the gradients agree.
+        True when the derivatives agree.
 
     >>> mg.gradcheck(lambda x: (x * x).sum(), mg.randn(3, dtype="float64", requires_grad=True))
     True
+    >>> mg.gradcheck(mg.sin, mg.randn(3, dtype="float64", requires_grad=True), modes=("rev", "fwd"), order=2)
+    True
     """
+    return _gradcheck(fn, inputs, (eps, atol, rtol), raise_exception, fast, locate, modes, order, None)
+
+
+def _gradcheck(fn, inputs, tol, raise_exception, fast, locate, modes, order, grad_outputs, fallback=True):
+    modes = _modes(modes)
+    if order not in (1, 2, 3):
+        raise ValueError(f"gradcheck: order must be 1, 2 or 3, got {order!r}")
     if isinstance(inputs, Tensor) or _is_sparse(inputs):
         inputs = (inputs,)
     inputs = _prepare(list(inputs))
     diff = [i for i, x in enumerate(inputs) if (isinstance(x, Tensor) or _is_sparse(x)) and x.requires_grad]
     if not diff:
         raise ValueError("gradcheck: no input requires grad")
+    top = _top(fn, inputs, diff)
+    at = dict.fromkeys(modes, top)
     try:
-        if fast:
-            _fast_check(fn, inputs, diff, eps, atol, rtol)
-        else:
-            _full_check(fn, inputs, diff, eps, atol, rtol)
+        for k in range(1, order + 1):
+            for mode in modes:
+                if k > 1:
+                    at[mode] = _rev_derived(at[mode], grad_outputs if k == 2 else None) if mode == "rev" \
+                        else _fwd_derived(at[mode])
+                _check(at[mode], mode, fast, tol, fallback and raise_exception)
     except GradcheckError as e:
         if not raise_exception:
             return False
         if locate:
-            found = _locate(fn, inputs, eps, atol, rtol)
+            found = _locate(fn, inputs, e.suspect, e.order, tol)
             if found is not None:
-                raise GradcheckError(f"{found}\n{e}") from None
+                e.args = (f"{found}\n{e.args[0]}",)
         raise
     return True
 
 
-def _locate(fn, inputs, eps, atol, rtol):
-    """The first op whose rule alone disagrees with finite differences, as a sentence (or None)."""
-    from .check import check_ops  # noqa: PLC0415 - loaded on a failure only
+def _locate(fn, inputs, mode, order, tol):
+    """The first op whose rule alone disagrees (in ``mode``, to ``order``), as a sentence (or None)."""
+    from . import check  # noqa: PLC0415 - loaded on a failure only
 
+    eps, atol, rtol = tol
     try:
-        report = check_ops(fn, *inputs, eps=eps, atol=atol, rtol=rtol)
+        if order == 1:
+            row = check.check_ops(fn, *inputs, eps=eps, atol=atol, rtol=rtol, mode=mode).first_failure
+            return None if row is None else (f"{row.describe()} (the first op whose rule alone disagrees; "
+                                             f"mg.autograd.check_ops shows them all)")
+        calls = check.recorded(fn, inputs)
     except Exception:  # noqa: BLE001 - locating is a courtesy; the original error stands
         return None
-    row = report.first_failure
-    if row is None:
-        return None
-    return f"{row.describe()} (the first op whose rule alone disagrees; mg.autograd.check_ops shows them all)"
-
-
-def _numeric_column(fn, inputs, arr, k, eps):
-    flat = arr.reshape(-1)
-    old = flat[k].item()
-    flat[k] = old + eps
-    with _ag.no_grad():
-        plus = _flat_data(_outputs(fn, inputs))
-    flat[k] = old - eps
-    with _ag.no_grad():
-        minus = _flat_data(_outputs(fn, inputs))
-    flat[k] = old
-    return [(p - m) / (2 * eps) for p, m in zip(plus, minus, strict=True)]
-
-
-def _full_check(fn, inputs, diff, eps, atol, rtol):
-    outs = _outputs(fn, inputs)
-    diff_inputs = [inputs[i] for i in diff]
-    # analytic Jacobian, one backward per output element: J[o][i] has shape (out_size, in_size)
-    analytic = []
-    for oi, o in enumerate(outs):
-        n_out = o.size
-        rows = [np.zeros((n_out, _values_array(x).size)) for x in diff_inputs]
-        if o.requires_grad and o.dtype.kind == "f":
-            xp = array_module(o.data)
-            for j in range(n_out):
-                go = xp.zeros(o.shape, dtype=o.dtype)
-                go.reshape(-1)[j] = 1
-                gos = [_wrap(go) if qi == oi else None for qi in range(len(outs))]  # by position: outputs may alias
-                sel = [q for q in outs if q.requires_grad]
-                gsel = [g if g is not None else _wrap(xp.zeros(q.shape, dtype=q.dtype))
-                        for q, g in zip(outs, gos, strict=True) if q.requires_grad]
-                grads = _ag.grad(sel, diff_inputs, gsel, retain_graph=True, allow_unused=True)
-                for r, g in zip(rows, grads, strict=True):
-                    ga = _grad_array(g)
-                    if ga is not None:
-                        r[j] = to_numpy(ga).astype(np.float64).ravel()
-        analytic.append(rows)
-    for pos, i in enumerate(diff):
-        x = inputs[i]
-        arr = _values_array(x)
-        for k in range(arr.size):
-            cols = _numeric_column(fn, inputs, arr, k, eps)
-            if len(cols) != len(outs):
-                raise RuntimeError(
-                    f"gradcheck: fn returned {len(outs)} outputs with grad enabled but {len(cols)} under no_grad"
-                )
-            for oi, col in enumerate(cols):
-                a = analytic[oi][pos][:, k]
-                bad = np.abs(a - col) > atol + rtol * np.abs(col)
-                bad |= np.isnan(a) != np.isnan(col)
-                if bad.any():
-                    j = int(np.argmax(bad))
-                    oshape = outs[oi].shape
-                    oidx = tuple(int(t) for t in np.unravel_index(j, oshape)) if oshape else ()
-                    raise GradcheckError(
-                        f"gradcheck: Jacobian mismatch for input {i} (shape {tuple(arr.shape)}"
-                        f"{', stored values of a sparse tensor' if _is_sparse(x) else ''}) at element "
-                        f"{_where(x, k)}, output {oi} element {oidx}: analytic {float(a[j])!r}, numeric {float(col[j])!r} "
-                        f"(atol={atol}, rtol={rtol}, eps={eps})"
-                    )
-
-
-def _fast_check(fn, inputs, diff, eps, atol, rtol):
-    rng = np.random.default_rng(0)
-    outs = _outputs(fn, inputs)
-    vs = []
-    for o in outs:
-        xp = array_module(o.data)
-        vs.append(_wrap(xp.asarray(rng.standard_normal(o.shape)).astype(o.dtype)))
-    us = []
-    for i in diff:
-        arr = _values_array(inputs[i])
-        u = rng.standard_normal(arr.shape)
-        us.append(u / max(np.linalg.norm(u), 1e-12))
-    sel = [(o, v) for o, v in zip(outs, vs, strict=True) if o.requires_grad]
-    analytic = 0.0
-    if sel:
-        grads = _ag.grad([o for o, _ in sel], [inputs[i] for i in diff], [v for _, v in sel],
-                         retain_graph=True, allow_unused=True)
-        for g, u in zip(grads, us, strict=True):
-            ga = _grad_array(g)
-            if ga is not None:
-                analytic += float((to_numpy(ga).astype(np.float64) * u).sum())
-    arrs = [_values_array(inputs[i]) for i in diff]
-    olds = [a.copy() for a in arrs]
-    xps = [array_module(a) for a in arrs]
-    for a, old, u, xp in zip(arrs, olds, us, xps, strict=True):
-        a[...] = old + eps * xp.asarray(u)
-    with _ag.no_grad():
-        plus = _flat_data(_outputs(fn, inputs))
-    for a, old, u, xp in zip(arrs, olds, us, xps, strict=True):
-        a[...] = old - eps * xp.asarray(u)
-    with _ag.no_grad():
-        minus = _flat_data(_outputs(fn, inputs))
-    for a, old in zip(arrs, olds, strict=True):
-        a[...] = old
-    numeric = 0.0
-    for p, m, v in zip(plus, minus, vs, strict=True):
-        numeric += float(((p - m) / (2 * eps) * to_numpy(v.data).ravel()).sum())
-    if not abs(analytic - numeric) <= atol + rtol * abs(numeric):
-        raise GradcheckError(
-            f"gradcheck (fast): the directional derivative along a random direction of inputs "
-            f"{diff} disagrees: analytic {analytic!r}, numeric {numeric!r} (atol={atol}, rtol={rtol}, eps={eps}); "
-            "run with fast=False to find the element"
-        )
+    for position, call in calls:
+        try:
+            f, leaves = check.alone(call)
+            _gradcheck(f, leaves, tol, True, True, False, (mode,), order, None, fallback=False)
+        except GradcheckError as e:
+            return (f"op {check.op_name(call)!r} (position {position} on the tape) at {check.fmt_where(call.where)}: "
+                    f"its {_WHAT[mode]} derivative of order {e.order} is wrong for {e.name} of the op: analytic "
+                    f"{e.analytic:.6g}, numeric {e.numeric:.6g} (the first op whose rules, checked alone, disagree)")
+        except Exception:  # noqa: BLE001, S112 - an op that cannot run alone is passed over
+            continue
+    return None
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, fast=False, locate=True) -> bool:
-    """Check second derivatives: gradcheck of the function (inputs, v) -> v^T J(inputs).
+                  raise_exception=True, fast=False, locate=True, modes=("rev",)) -> bool:
+    """``gradcheck(..., order=2)``: first and second derivatives, in each of ``modes``.
 
-    ``grad_outputs`` (random when None) become extra differentiable inputs. ``locate`` as in
-    ``gradcheck`` (it checks the ops of the forward, whose first-order rules feed the second).
+    In reverse mode the second order is the gradcheck of ``(inputs, v) -> vᵀ J(inputs)``;
+    ``grad_outputs`` (random when None) are those ``v`` (extra differentiable inputs). In forward
+    mode it is the forward-mode gradcheck of ``(inputs, u) -> J(inputs) u``.
     """
-    if isinstance(inputs, Tensor) or _is_sparse(inputs):
-        inputs = (inputs,)
-    inputs = _prepare(list(inputs))
-    n = len(inputs)
-    diff = [i for i, x in enumerate(inputs) if (isinstance(x, Tensor) or _is_sparse(x)) and x.requires_grad]
-    outs = _outputs(fn, inputs)
-    if grad_outputs is None:
-        rng = np.random.default_rng(1)
-        grad_outputs = []
-        for o in outs:
-            xp = array_module(o.data)
-            grad_outputs.append(_wrap(xp.asarray(rng.standard_normal(o.shape))))
-    elif isinstance(grad_outputs, Tensor):
-        grad_outputs = [grad_outputs]
-    gos = []
-    for g in grad_outputs:
-        g = _wrap(g.data.astype(np.float64)) if g.dtype != np.float64 else _wrap(g.data.copy())
-        g.requires_grad = True
-        gos.append(g)
-
-    def first_derivatives(*args):
-        xs, vs = args[:n], args[n:]
-        # gradcheck evaluates this under no_grad for the finite differences; the first
-        # derivatives need the tape all the same
-        with _ag.enable_grad():
-            ys = _outputs(fn, xs)
-            sel = [(y, v) for y, v in zip(ys, vs, strict=True) if y.requires_grad]
-            grads = _ag.grad([y for y, _ in sel], [xs[i] for i in diff], [v for _, v in sel],
-                             create_graph=True, allow_unused=True)
-        res = []
-        for g, i in zip(grads, diff, strict=True):
-            if g is None:  # unused input: its first derivative is zero (keeps the output count fixed)
-                g = _wrap(array_module(_values_array(xs[i])).zeros(xs[i].shape, dtype=np.float64))
-            res.append(g.to_dense() if _is_sparse(g) else g)
-        return tuple(res)
-
-    return gradcheck(first_derivatives, list(inputs) + gos, eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception, fast=fast, locate=locate)
+    return _gradcheck(fn, inputs, (eps, atol, rtol), raise_exception, fast, locate, modes, 2, grad_outputs)

@@ -191,3 +191,40 @@ def test_sparse_ops_are_checked_like_any_other():
     assert report.ok, str(report)
     assert not any(r.skipped for r in report.rows), str(report)
     assert len(report.rows) >= 4
+
+
+class WrongJvp(mg.autograd.Function):
+    """x * x with a right gradient and 3 x u as its tangent."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+    @staticmethod
+    def jvp(ctx, u):
+        (x,) = ctx.saved_tensors
+        return 3 * x * u
+
+
+def test_forward_mode_rules_are_checked_alone():
+    x = leaf((2, 3), 40)
+
+    def f(a):
+        h = a.sin() * a
+        return WrongJvp.apply(h).exp()  # jvp-marker
+
+    assert mg.autograd.check_ops(f, x).ok  # every gradient rule is right
+    report = mg.autograd.check_ops(f, x, mode="fwd")
+    bad = report.first_failure
+    assert (bad.op, bad.position, bad.line, bad.mode) == ("WrongJvp", 2, line_of("jvp-marker"), "fwd")
+    assert bad.rel_err == pytest.approx(0.5, rel=1e-4)
+    assert "forward-mode derivative (JVP) of input 0 is wrong" in bad.describe()
+    assert [r.op for r in report.rows if r.ok] == ["sin", "mul", "mul", "exp"]
+    with pytest.raises(ValueError, match="mode"):
+        mg.autograd.check_ops(f, x, mode="forward")

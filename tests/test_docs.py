@@ -30,7 +30,7 @@ DOCS = ROOT / "docs"
 SKIP_MARK = "# doctest: skip"
 
 NAMESPACES = ["minigrad", "minigrad.nn", "minigrad.nn.functional", "minigrad.optim", "minigrad.sparse",
-              "minigrad.viz", "minigrad.autograd"]
+              "minigrad.viz", "minigrad.autograd", "minigrad.func"]
 
 # Genuinely internal names that the fallback (no __all__) picks up. Keep it short.
 ALLOWLIST = {
@@ -42,7 +42,7 @@ ALLOWLIST = {
 PAGE_BY_MODULE = [
     ("minigrad.nn", "nn.md"), ("minigrad.optim", "nn.md"), ("minigrad.sparse", "sparse.md"),
     ("minigrad.viz", "viz.md"), ("minigrad.strided", "viz.md"), ("minigrad.io", "io.md"),
-    ("minigrad.gradcheck", "gradcheck.md"), ("minigrad.ops.reduce", "ops.md"), ("minigrad.ops", "ops.md"),
+    ("minigrad.gradcheck", "gradcheck.md"), ("minigrad.func", "func.md"), ("minigrad.ops.reduce", "ops.md"), ("minigrad.ops", "ops.md"),
     ("minigrad.autograd", "autograd.md"), ("minigrad.profile", "autograd.md"),
     ("minigrad.backend", "devices.md"), ("minigrad.creation", "tensors.md"), ("minigrad.tensor", "tensors.md"),
 ]
@@ -130,7 +130,7 @@ def documented_identifiers() -> set[str]:
 def test_docs_pages_exist():
     pages = {p.name for p in DOCS.glob("*.md")}
     for page in ("index.md", "tensors.md", "ops.md", "sum.md", "autograd.md", "gradcheck.md", "sparse.md",
-                 "einsum.md", "nn.md", "io.md", "viz.md", "devices.md", "threads.md"):
+                 "einsum.md", "nn.md", "io.md", "viz.md", "devices.md", "threads.md", "func.md"):
         assert page in pages, f"docs/{page} is missing"
 
 

@@ -118,6 +118,22 @@ def test_gradcheck_tour():
     assert "analytic" in res["bad_message"] and "numeric" in res["bad_message"]
 
 
+def test_hessian_tour(tmp_path):
+    # mg.func.hessian through matmul, reshape, mean and tanh (their forward-mode rules), < 5 s
+    ex = load("hessian_tour")
+    res = ex.main(out=tmp_path / "h.png", plot=_has("matplotlib"), fit_steps=100)
+    losses = res["newton_losses"]
+    assert np.all(np.diff(losses) <= 0) and losses[-1] < 1e-20 < losses[0]
+    np.testing.assert_allclose(res["newton_x"], [1.0, 1.0], atol=1e-10)
+    assert res["gd_loss"] > 1e-3  # gradient descent is far behind
+    assert res["fit_losses"][-1] < res["fit_losses"][0]
+    H = res["hessian"]
+    assert H.shape == (33, 33) and res["symmetry_error"] < 1e-12
+    assert res["reverse_error"] < 1e-10 and res["hvp_error"] < 1e-10
+    if _has("matplotlib"):
+        assert (tmp_path / "h.png").stat().st_size > 0
+
+
 # -- the convolution and transformer examples ------------------------------------------------------
 
 def _quiet(*args):

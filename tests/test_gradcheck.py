@@ -147,3 +147,249 @@ def test_tolerances_and_eps_are_used():
 def test_needs_an_input_that_requires_grad():
     with pytest.raises(ValueError, match="requires grad"):
         mg.gradcheck(lambda a: a * 2, mg.tensor(np.ones(2)))
+
+
+# -- modes and orders --------------------------------------------------------------------------------
+
+class Square(mg.autograd.Function):
+    """x * x with both rules right (written with ops, so they differentiate again)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+    @staticmethod
+    def jvp(ctx, u):
+        (x,) = ctx.saved_tensors
+        return 2 * x * u
+
+
+class WrongJvp(Square):
+    """Right backward, forward-mode rule off by a factor 1.5."""
+
+    @staticmethod
+    def jvp(ctx, u):
+        (x,) = ctx.saved_tensors
+        return 3 * x * u
+
+
+class WrongBackward(Square):
+    """Right forward-mode rule, backward off by a factor 1.5."""
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * x * g
+
+
+class DetachedCubeJ(DetachedCube):
+    """Right first derivatives in both modes, written with constants: the second ones are lost."""
+
+    @staticmethod
+    def jvp(ctx, u):
+        (x,) = ctx.saved_tensors
+        return u * mg.tensor(3 * to_np(x) ** 2)
+
+
+class Times4Cube(mg.autograd.Function):
+    """4 x^3, whose rules are right to first order only (constants)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return 4 * x * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * mg.tensor(12 * to_np(x) ** 2)
+
+    @staticmethod
+    def jvp(ctx, u):
+        (x,) = ctx.saved_tensors
+        return u * mg.tensor(12 * to_np(x) ** 2)
+
+
+class Quartic(mg.autograd.Function):
+    """x^4, whose rules go through Times4Cube: right to second order, the third is lost."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return g * Times4Cube.apply(x)
+
+    @staticmethod
+    def jvp(ctx, u):
+        (x,) = ctx.saved_tensors
+        return u * Times4Cube.apply(x)
+
+
+def test_both_modes_and_every_order_pass_on_right_derivatives():
+    x, y = leaf((2, 3), 20), leaf((2, 3), 21)
+    f = lambda a, b: (a * b).tanh() + a.exp() * b  # noqa: E731
+    for order in (1, 2, 3):
+        assert mg.gradcheck(f, (x, y), modes=("rev", "fwd"), order=order)
+        assert mg.gradcheck(f, (x, y), modes=("rev", "fwd"), order=order, fast=True)
+    assert mg.gradcheck(Square.apply, x, modes="fwd", order=3)
+    assert mg.gradgradcheck(f, (x, y), modes=("fwd",))
+
+
+def test_forward_mode_catches_a_wrong_jvp_and_says_where():
+    x = leaf((2, 3), 22)
+    assert mg.gradcheck(lambda a: WrongJvp.apply(a.sin()), x)  # the reverse mode is right
+    with pytest.raises(mg.GradcheckError) as ei:
+        mg.gradcheck(lambda a: WrongJvp.apply(a.sin()), x, modes=("rev", "fwd"))
+    e = ei.value
+    assert (e.mode, e.order, e.input, e.element) == ("fwd", 1, 0, (0, 0))
+    msg = str(e)
+    assert msg.startswith("op 'WrongJvp' (position 1 on the tape)")  # located: the op, in forward mode
+    assert "mode fwd, order 1" in msg and "input 0" in msg and "element (0, 0)" in msg
+    xa = to_np(x)[0, 0]
+    assert e.analytic == pytest.approx(3 * np.sin(xa) * np.cos(xa))
+    assert e.numeric == pytest.approx(2 * np.sin(xa) * np.cos(xa), rel=1e-6)
+    assert mg.gradcheck(WrongJvp.apply, x, modes="fwd", raise_exception=False) is False
+    assert mg.gradcheck(WrongJvp.apply, x, modes="fwd", fast=True, raise_exception=False) is False
+
+
+def test_forward_mode_is_held_to_the_reverse_mode():
+    """The JVP is right, the backward wrong: forward mode alone sees it through <u, Jᵀv> = <Ju, v>,
+    says the reverse mode is the one that is wrong, and locate checks the ops in reverse mode."""
+    x = leaf((3,), 23)
+    with pytest.raises(mg.GradcheckError) as ei:
+        mg.gradcheck(WrongBackward.apply, x, modes="fwd")
+    msg = str(ei.value)
+    assert "forward and reverse mode disagree (mode fwd, order 1)" in msg and "the reverse mode is wrong" in msg
+    assert msg.startswith("op 'WrongBackward'") and "gradient of input 0 is wrong" in msg
+
+
+def test_order_2_failures_name_the_mode_and_order():
+    x = leaf((3,), 24)
+    assert mg.gradcheck(DetachedCubeJ.apply, x, modes=("rev", "fwd"))  # first order is right
+    for mode in ("rev", "fwd"):
+        with pytest.raises(mg.GradcheckError) as ei:
+            mg.gradcheck(DetachedCubeJ.apply, x, modes=mode, order=2)
+        e = ei.value
+        assert (e.mode, e.order) == (mode, 2)
+        msg = str(e)
+        assert f"mode {mode}, order 2" in msg and "analytic" in msg and "numeric" in msg
+        assert msg.startswith("op 'DetachedCubeJ'") and "derivative of order 2 is wrong" in msg
+        assert e.analytic == 0.0  # the lost second derivative
+    with pytest.raises(mg.GradcheckError, match="mode fwd, order 2"):
+        mg.gradgradcheck(DetachedCubeJ.apply, x, modes=("fwd",))
+
+
+def test_order_3_failures_name_the_mode_and_order():
+    x = leaf((3,), 25)
+    assert mg.gradcheck(Quartic.apply, x, modes=("rev", "fwd"), order=2)
+    for mode in ("rev", "fwd"):
+        with pytest.raises(mg.GradcheckError) as ei:
+            mg.gradcheck(Quartic.apply, x, modes=mode, order=3)
+        assert (ei.value.mode, ei.value.order) == (mode, 3)
+        assert f"mode {mode}, order 3" in str(ei.value)
+        with pytest.raises(mg.GradcheckError, match=f"mode {mode}, order 3"):
+            mg.gradcheck(Quartic.apply, x, modes=mode, order=3, fast=True)
+
+
+def test_forward_orders_nest_dual_levels_without_the_reverse_mode():
+    """DetachedCube's backward is right to first order only; its JVP is right to every order. The
+    forward-mode check to order 2 passes: forward over forward never runs backward twice."""
+
+    class CubeJ(DetachedCube):
+        @staticmethod
+        def jvp(ctx, u):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * u
+
+    x = leaf((3,), 26)
+    assert mg.gradcheck(CubeJ.apply, x, modes="fwd", order=3)
+    assert mg.gradcheck(CubeJ.apply, x, modes="rev", order=2, raise_exception=False) is False
+
+
+def test_fast_falls_back_to_the_full_check_for_the_message():
+    x = leaf((2, 4), 27)
+    for mode, fn in (("rev", WrongAt.apply), ("fwd", WrongJvp.apply)):
+        with pytest.raises(mg.GradcheckError) as ei:
+            mg.gradcheck(fn, x, modes=mode, fast=True, locate=False)
+        msg = str(ei.value)
+        assert msg.startswith("gradcheck: Jacobian mismatch for input 0")  # the full check's message
+        assert f"(mode {mode}, order 1)" in msg
+        assert "element (" in msg and ei.value.element is not None
+        assert "(the fast check failed first: gradcheck (fast)" in msg
+    with pytest.raises(mg.GradcheckError) as ei:
+        mg.gradcheck(WrongAt.apply, x, fast=True, locate=False)
+    assert ei.value.element == (1, 2)
+
+
+def test_modes_and_order_are_checked():
+    x = leaf((2,), 28)
+    with pytest.raises(ValueError, match="modes"):
+        mg.gradcheck(lambda a: a * 2, x, modes=("reverse",))
+    with pytest.raises(ValueError, match="order"):
+        mg.gradcheck(lambda a: a * 2, x, order=4)
+
+
+def test_forward_mode_with_several_outputs_constants_and_float32():
+    x, y = leaf((2, 3), 29, dtype=np.float32), leaf((2, 3), 30)
+    f = lambda a, k, b: (a.sin() * k, (a * b).sum(axis=0), a.argmax(axis=1))  # noqa: E731
+    assert mg.gradcheck(f, (x, 2.5, y * 1.0), modes=("rev", "fwd"), order=2)
+    assert x.dtype == np.float32
+
+
+def test_a_missing_forward_mode_rule_is_named():
+    class NoJvp(mg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    with pytest.raises(RuntimeError, match="NoJvp"):
+        mg.gradcheck(NoJvp.apply, leaf((2,), 31), modes="fwd")
+
+
+def test_sparse_inputs_in_forward_mode():
+    """Sparse inputs carry tangents on their stored values only (as they are perturbed)."""
+    s = mg.sparse.coo_tensor([[0, 1, 1], [1, 0, 2]], mg.tensor([2.0, 3.0, -1.0], dtype="float64"), (2, 3),
+                             requires_grad=True)
+    w = leaf((3, 2), 32)
+    assert mg.gradcheck(lambda a, b: mg.sparse.matmul(a, b), (s, w), modes=("rev", "fwd"), order=2)
+
+
+def test_order_2_holds_a_rules_tensor_path_to_its_array_path():
+    """A registered op's rule runs on arrays in first order and on Tensors when differentiated again.
+    Order 2 evaluates the first derivative on arrays for its finite differences and on Tensors for
+    its analytic side, so a rule whose two paths disagree fails there (in each mode)."""
+    from minigrad.autograd import forward_ad as fwAD
+    from minigrad.engine import TENSORS, Op, run_op
+
+    def rule(ctx, g):
+        (x,) = ctx.saved
+        return ((3 if ctx.xp is TENSORS else 2) * x * g,)
+
+    def jvp(ctx, u):
+        (x,) = ctx.args
+        return (3 if ctx.xp is TENSORS else 2) * x * u
+
+    rev_wrong = Op("square_rev_two_ways", lambda xp, x: x * x, rule, save=(0,), jvp=fwAD.linear(0))
+    fwd_wrong = Op("square_fwd_two_ways", lambda xp, x: x * x, lambda ctx, g: (2 * ctx.saved[0] * g,), save=(0,),
+                   jvp=jvp)
+    x = leaf((3,), 33)
+    for op, mode in ((rev_wrong, "rev"), (fwd_wrong, "fwd")):
+        assert mg.gradcheck(lambda a, op=op: run_op(op, a), x, modes=mode)  # order 1 (arrays) is right
+        for fast in (False, True):
+            with pytest.raises(mg.GradcheckError, match=f"mode {mode}, order 2") as ei:
+                mg.gradcheck(lambda a, op=op: run_op(op, a), x, modes=mode, order=2, fast=fast)
+            assert str(ei.value).startswith(f"op '{op.name}'")

@@ -1,6 +1,7 @@
-"""Every op in the registry, from its own sample inputs: gradcheck and gradgradcheck in float64,
-values and gradients against PyTorch where PyTorch has the op. An op registered without samples
-fails here. The whole file runs again under MINIGRAD_DEVICE=fakecuda (conftest's device)."""
+"""Every op in the registry, from its own sample inputs: gradcheck in float64 in both modes (reverse
+and forward) to order 2, values, gradients and forward-mode tangents against PyTorch (``torch.func.jvp``)
+where PyTorch has the op. An op registered without samples fails here, and so does one without a
+forward-mode rule (naming it). The whole file runs again under MINIGRAD_DEVICE=fakecuda (conftest's device)."""
 import numpy as np
 import pytest
 
@@ -8,7 +9,7 @@ import minigrad as mg
 import minigrad.nn  # noqa: F401 - modules that register ops of their own (conv, pooling, GELU...)
 import minigrad.sparse  # noqa: F401
 import minigrad.strided  # noqa: F401
-from minigrad.engine import apply
+from minigrad.engine import run_op
 from minigrad.ops._registry import OnDevice
 
 REG = mg.ops.registry()
@@ -66,7 +67,7 @@ def _on_device(v, device):
 def _call(op, sample, device):
     kwargs = {k: _on_device(v, device) for k, v in sample.kwargs.items()}
     if op.forward is not None:
-        return lambda *xs: apply(op, *xs, **kwargs)
+        return lambda *xs: run_op(op, *xs, **kwargs)
     return lambda *xs: op.frontend(*xs, **kwargs)
 
 
@@ -86,8 +87,15 @@ def test_the_registry_drives_methods_exports_and_numpy_dispatch():
             assert getattr(mg.Tensor, m) is op.frontend, (op.name, m)
 
 
+MODES = ("rev", "fwd")
+
+
 @pytest.mark.parametrize("name", DIFF)
-def test_gradcheck_and_gradgradcheck(name, device):
+def test_gradcheck_both_modes_to_order_2(name, device):
+    """Order 1: the full Jacobian in reverse and forward mode (forward mode also held to the reverse
+    through <u, Jᵀv> = <Ju, v>). Order 2: reverse over reverse and forward over forward, as random
+    projections (fast=True: a tenth of the full check's time; a failure reruns the full check for
+    its message). A missing forward-mode rule raises naming the op."""
     op = REG[name]
     if op.samples is None:
         pytest.fail(f"{name}: registered without samples")
@@ -96,8 +104,8 @@ def test_gradcheck_and_gradgradcheck(name, device):
         if not any(isinstance(x, mg.Tensor) and x.requires_grad for x in xs):
             continue
         fn = _call(op, sample, device)
-        assert mg.gradcheck(fn, xs), (name, sample)
-        assert mg.gradgradcheck(fn, xs), (name, sample)
+        assert mg.gradcheck(fn, xs, modes=MODES), (name, sample)
+        assert mg.gradcheck(fn, xs, modes=MODES, order=2, fast=True), (name, sample)
 
 
 TORCHED = sorted(name for name in DIFF if REG[name].torch is not None)
@@ -127,6 +135,73 @@ def test_values_and_gradients_match_torch(name, device):
         for x, t in zip(xs, ts, strict=True):
             if isinstance(x, mg.Tensor) and x.requires_grad:
                 np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def _torch_args(xs, torch):
+    return [torch.tensor(x.detach().numpy()) if isinstance(x, mg.Tensor) else x for x in xs]
+
+
+def _joined(out):
+    """An op's output, or its outputs (split) joined flat, on the host."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return np.concatenate([np.asarray(o).ravel() for o in outs])
+
+
+def _torch_jvp(torch, f, primals, tangents):
+    """``torch.func.jvp(f, primals, tangents)``'s tangent; an oracle that reads its input's values
+    (the sign fixes of qr's, svd's and eigh's vectors call ``.numpy()``, which functorch's wrapped
+    tensors refuse) runs under PyTorch's dual tensors instead, the same forward mode."""
+    try:
+        return torch.func.jvp(f, primals, tangents)[1]
+    except RuntimeError as e:
+        if "storage" not in str(e):
+            raise
+    import torch.autograd.forward_ad as tfw
+
+    with tfw.dual_level():
+        out = f(*[tfw.make_dual(p, t) for p, t in zip(primals, tangents, strict=True)])
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        ts = [tfw.unpack_dual(o).tangent for o in outs]
+        ts = [torch.zeros_like(o) if t is None else t for o, t in zip(outs, ts, strict=True)]
+    return ts if isinstance(out, (tuple, list)) else ts[0]
+
+
+@pytest.mark.parametrize("name", TORCHED)
+def test_tangents_match_torch_func_jvp(name, device):
+    """Forward mode against PyTorch's (``torch.func.jvp`` of the op's torch oracle), with the same
+    random tangents on every differentiable input."""
+    torch = pytest.importorskip("torch")
+    from minigrad.autograd import forward_ad as fwAD
+
+    op = REG[name]
+    rng = np.random.default_rng(2)
+    for sample in op.samples(np.random.default_rng(0)):
+        xs = _inputs(sample, device)
+        diff = [k for k, x in enumerate(xs) if isinstance(x, mg.Tensor) and x.requires_grad]
+        if not diff:
+            continue
+        us = {k: rng.standard_normal(xs[k].shape) for k in diff}
+        with fwAD.dual_level():
+            duals = [fwAD.make_dual(x.detach(), mg.tensor(us[k], device=device)) if k in us else x
+                     for k, x in enumerate(xs)]
+            out = _call(op, sample, device)(*duals)
+            outs = out if isinstance(out, (tuple, list)) else (out,)
+            got = []
+            for o in outs:
+                t = fwAD.unpack_dual(o).tangent
+                got.append(np.zeros(o.shape) if t is None else t.numpy())
+        targs = _torch_args(xs, torch)
+
+        def f(*prim, targs=targs, diff=diff, kwargs=sample.kwargs):
+            args = list(targs)
+            for k, p in zip(diff, prim, strict=True):
+                args[k] = p
+            return op.torch(torch, *args, **kwargs)
+
+        want = _torch_jvp(torch, f, tuple(targs[k] for k in diff), tuple(torch.tensor(us[k]) for k in diff))
+        want = want if isinstance(want, (tuple, list)) else (want,)
+        np.testing.assert_allclose(_joined(got), _joined([w.detach().numpy() for w in want]), rtol=1e-9,
+                                   atol=1e-12, err_msg=f"{name} {sample}: forward mode against torch.func.jvp")
 
 
 def test_a_new_elementwise_op_is_one_definition():

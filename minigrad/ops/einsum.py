@@ -283,7 +283,8 @@ def _pair_rule(ctx, g, la, lb, lout, names=None):
 def _pair_samples(rng):
     r = rng.standard_normal
     return [Sample(r((2, 3, 4)), r((2, 4, 5)), la=(0, 1, 2), lb=(0, 2, 3), lout=(0, 1, 3)),
-            Sample(r((3,)), r((4,)), la=(0,), lb=(1,), lout=(1, 0))]
+            Sample(r((3,)), r((4,)), la=(0,), lb=(1,), lout=(1, 0)),
+            Sample(r((3, 3)), r((3, 3)), la=(0, 1), lb=(1, 2), lout=(0, 2))]  # square
 
 
 PAIR = defop("einsum", lambda xp, a, b, la, lb, lout, names=None: _pair_arrays(a, la, b, lb, lout), _pair_rule,

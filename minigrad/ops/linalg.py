@@ -43,7 +43,8 @@ def _mm_rule(ctx, g):
 def _mm_samples(rng):
     r = rng.standard_normal
     return [Sample(r((3, 4)), r((4, 2))), Sample(r((2, 3, 4)), r((4, 5))), Sample(r((4,)), r((2, 4, 3))),
-            Sample(r((3, 4)), r((4,))), Sample(r((4,)), r((4,))), Sample(r((2, 1, 3, 4)), r((3, 4, 2)))]
+            Sample(r((3, 4)), r((4,))), Sample(r((4,)), r((4,))), Sample(r((2, 1, 3, 4)), r((3, 4, 2))),
+            Sample(r((3, 3)), r((3, 3)))]  # square: a rule that transposes a gradient gives wrong values
 
 
 # xp: the operands' module, as run_op found it (no second look-up per call)

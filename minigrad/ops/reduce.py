@@ -105,7 +105,9 @@ def _axes_info(axes, keepdims, **_):
 def _reduce_samples(rng):
     x = rng.standard_normal((2, 3, 4))
     return [Sample(x, axes=(1,), keepdims=False), Sample(x, axes=(0, 2), keepdims=True),
-            Sample(x, axes=(0, 1, 2), keepdims=False), Sample(rng.standard_normal(5), axes=(0,), keepdims=False)]
+            Sample(x, axes=(0, 1, 2), keepdims=False), Sample(rng.standard_normal(5), axes=(0,), keepdims=False),
+            # a square output: a rule that transposes an axis gives wrong values, not a shape error
+            Sample(rng.standard_normal((3, 3, 4)), axes=(2,), keepdims=False)]
 
 
 def _reduce_fn(op, name):
@@ -289,7 +291,8 @@ def _std_jvp(ctx, t, axes, keepdims, ddof):
 STD = defop("std", lambda xp, x, axes, keepdims, ddof: x.std(axis=axes, ddof=ddof, keepdims=keepdims), _std_rule,
             save=(0,), save_out=True, kind="reduce", info=_axes_info, jvp=_std_jvp,
             samples=lambda rng: [Sample(rng.standard_normal((3, 4)), axes=(1,), keepdims=False, ddof=0),
-                                 Sample(rng.standard_normal((3, 4)), axes=(0, 1), keepdims=True, ddof=1)],
+                                 Sample(rng.standard_normal((3, 4)), axes=(0, 1), keepdims=True, ddof=1),
+                                 Sample(rng.standard_normal((3, 3, 4)), axes=(2,), keepdims=False, ddof=0)],
             torch=lambda th, x, axes, keepdims, ddof: x.std(dim=axes, keepdim=keepdims, correction=ddof))
 
 
@@ -325,7 +328,8 @@ def _extreme_jvp(ctx, t, axes, keepdims):
 
 def _extreme_samples(rng):
     return [Sample(rng.permutation(24).reshape(2, 3, 4) * 0.1, axes=(1,), keepdims=False),
-            Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True)]
+            Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True),
+            Sample(rng.permutation(36).reshape(3, 3, 4) * 0.1, axes=(2,), keepdims=False)]  # square output
 
 
 def _arg_fn(op, name):
@@ -489,7 +493,8 @@ def _softmax_jvp(ctx, t, axes):
 
 
 def _axis_samples(rng):
-    return [Sample(rng.standard_normal((3, 4)), axes=(1,)), Sample(rng.standard_normal((2, 3, 4)), axes=(0, 2))]
+    return [Sample(rng.standard_normal((3, 4)), axes=(1,)), Sample(rng.standard_normal((2, 3, 4)), axes=(0, 2)),
+            Sample(rng.standard_normal((3, 3)), axes=(0,))]  # square: a transposed rule shows
 
 
 SOFTMAX = defop("softmax", softmax_forward, _softmax_rule, save_out=True, kind="reduce", samples=_axis_samples,

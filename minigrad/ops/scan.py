@@ -58,7 +58,8 @@ def _prod_samples(rng):
     return [Sample(x, axes=(1,), keepdims=False), Sample(x, axes=(0, 2), keepdims=True),
             Sample(x[0], axes=(0, 1), keepdims=False), Sample(z, axes=(2,), keepdims=False),
             Sample(z, axes=(0, 1, 2), keepdims=False),
-            Sample(rng.standard_normal((0, 3)), axes=(0,), keepdims=False)]
+            Sample(rng.standard_normal((0, 3)), axes=(0,), keepdims=False),
+            Sample(rng.uniform(0.5, 1.5, (3, 3, 2)), axes=(2,), keepdims=False)]  # square output
 
 
 PROD = defop("prod", _prod_fwd, _prod_rule, save=(0,), save_out=True, kind="reduce", info=_axes_info,
@@ -105,7 +106,8 @@ def _cumprod_jvp(ctx, t, axis, dtype=None):
 def _scan_samples(rng):
     x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1, 1], (3, 4))
     return [Sample(x, axis=1), Sample(x, axis=0), Sample(rng.uniform(0.5, 1.5, (2, 3, 2)), axis=-1 + 3),
-            Sample(rng.uniform(0.5, 1.5, 5), axis=0)]
+            Sample(rng.uniform(0.5, 1.5, 5), axis=0),
+            Sample(rng.uniform(0.5, 1.5, (3, 3)), axis=0)]  # square: a transposed rule shows
 
 
 CUMSUM = defop("cumsum", lambda xp, x, axis, dtype=None: xp.cumsum(x, axis=axis, dtype=dtype), _cumsum_rule,

@@ -145,7 +145,8 @@ def _permute_rule(ctx, g, dims):
 PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule, view=True, kind="view", jvp=linear(0),
                 info=lambda dims: {"dims": dims},
                 torch=lambda th, x, dims: x.permute(dims),
-                samples=lambda rng: [Sample(_r(rng, 2, 3, 4), dims=(2, 0, 1)), Sample(_r(rng, 2, 3), dims=(1, 0))])
+                samples=lambda rng: [Sample(_r(rng, 2, 3, 4), dims=(2, 0, 1)), Sample(_r(rng, 2, 3), dims=(1, 0)),
+                                     Sample(_r(rng, 3, 3), dims=(1, 0))])
 
 
 @public(PERMUTE, method="permute")
