@@ -278,7 +278,7 @@ class TensorMethods:
             return
         if not self._rg:
             raise RuntimeError("retain_grad: the tensor does not require grad")
-        self._node.retain, self._node.special = weakref.ref(self), True
+        self._node.retain = weakref.ref(self)
 
     def register_hook(self, fn):
         """Call ``fn(grad)`` when this tensor's gradient is computed; it may return a replacement.
@@ -290,8 +290,6 @@ class TensorMethods:
         owner = self if self._node is None else self._node
         if owner._hooks is None:
             owner._hooks = []
-            if owner is self._node:
-                owner.special = True  # a Node with hooks takes the walk's full path
         owner._hooks.append(fn)
         return _HookHandle(owner._hooks, fn)
 

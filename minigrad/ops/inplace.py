@@ -261,7 +261,7 @@ def _rebase(t, n, name):
     old = t._node
     n.op = name
     if old is not None and old.retain is not None and old.retain() is t:
-        n.retain, n.special, old.retain = old.retain, True, None
+        n.retain, old.retain = old.retain, None
     t._node, t._oidx, t._rg = n, 0, True
 
 
@@ -376,7 +376,7 @@ def view_history(v, base, pos):
     n.view_ver = v._storage.version
     old = v._node
     if old is not None and old.retain is not None and old.retain() is v:  # retain_grad() goes along
-        n.retain, n.special, old.retain = old.retain, True, None
+        n.retain, old.retain = old.retain, None
     v._node, v._oidx, v._rg = n, 0, True
     return n
 
