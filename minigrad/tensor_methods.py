@@ -1,6 +1,8 @@
-"""Tensor's methods beyond the tape's data structure: sizes and devices, conversion to Python
-and NumPy, printing, DLPack, storage queries, hooks. ``minigrad.ops`` binds them onto ``Tensor``
-with the op methods (``bind``), so that what the tape needs (``tensor.py``) reads on its own.
+"""Tensor's properties and methods beyond the tape's data structure: ``requires_grad``, ``grad``
+(a captured step, mg.compile, replays an assignment), ``grad_fn``, sizes and devices, conversion
+to Python and NumPy, printing, DLPack, storage queries, hooks. ``minigrad.ops`` binds them onto
+``Tensor`` with the op methods (``bind``), so that what the tape needs (``tensor.py``) reads on
+its own.
 """
 from __future__ import annotations
 

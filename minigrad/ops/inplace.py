@@ -39,7 +39,7 @@ When a write is allowed, and what it records
 
 - Memory that must not be written:
 
-  * ``.grad`` arrays are read-only views (``autograd._readonly``), since one gradient
+  * ``.grad`` arrays are read-only views (``backward._readonly``), since one gradient
     array may be shared by two tensors. An in-place op on a tensor that is not a view and
     whose array is read-only or broadcast (a ``.grad``, or a wrapped read-only NumPy array)
     copies it first (copy-on-write): the tensor gets its own storage, other holders of the
