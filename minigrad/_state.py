@@ -83,9 +83,10 @@ def reset(token) -> None:
 # ---------------------------------------------------------------------------
 # capture (mg.compile): array steps that run outside ``run_op``, and what cannot be replayed
 # ---------------------------------------------------------------------------
-# How many captures are under way, in any thread: a hint that lets the hot paths below skip
-# the ContextVar when nobody captures. The capture itself is per thread (an observer in the
-# Mode, with ``captures = True``), like every other mode.
+# How many captures are under way, in any thread: a hint that lets the doors below (taken on
+# every leaf and module call) skip the ContextVar when nobody captures. The capture itself is per
+# thread (an observer in the Mode, with ``captures = True``), like every other mode.
+# Speed: without it the MLP step costs 0.7% more instructions, past the 1% the core may cost.
 active = 0
 
 

@@ -63,11 +63,12 @@ def _roots(tensors, grads, graph, on_tensors, leaves):
         g = _seed(t, g, graph)
         g = g if on_tensors else g.data
         e = edge(t)  # a view written since it was taken is re-derived first
+        add = _add_tensors if on_tensors else _add
         if isinstance(e, Tensor):  # a leaf
-            _add_to(leaves, e, g)
+            _add_to(leaves, e, g, add)
             continue
-        node, idx = (e, 0) if e.__class__ is Node else e
-        _node_add(node, idx, g)
+        node, idx = (e, 0) if isinstance(e, Node) else e
+        _node_add(node, idx, g, add)
         roots.append(node)
     return roots
 
@@ -104,7 +105,7 @@ def _collect(roots):
         for p in stack.pop().parents:
             if p is None or isinstance(p, Tensor):  # a constant, or a leaf
                 continue
-            if p.__class__ is tuple:  # (Node, output index)
+            if isinstance(p, tuple):  # (Node, output index)
                 p = p[0]
             if p not in seen:
                 seen.add(p)
@@ -123,7 +124,6 @@ def _walk(order, on_tensors, retain_graph, results, leaves):
     token = _state.without_observers(_get_mode().grad) if observers else None
     if observers:
         observers = tuple(o for o in observers if o not in _get_mode().observers)
-    plain = results is None and not observers
     add = _add_tensors if on_tensors else _add
     try:
         for n in order:
@@ -133,15 +133,7 @@ def _walk(order, on_tensors, retain_graph, results, leaves):
                     n.release()
                 continue
             n._g = None
-            if plain and not n.special:
-                if n.freed:
-                    n.check()
-                for cell, v, _ in n.vers:
-                    if cell.version != v:
-                        n.check()
-                grads = _rule(n, g, on_tensors)
-            else:
-                grads = _full_rule(n, g, on_tensors, results, observers)
+            grads = _run_rule(n, g, on_tensors, results, observers)
             if not retain_graph:
                 n.release()
             _send(n, grads, leaves, on_tensors, add)
@@ -157,7 +149,7 @@ def _rule(n, g, on_tensors):
     if on_tensors:
         return op.rule(n, g, **p)
     if op.arrays:
-        xp = _NUMPY if g.__class__ is _nd else array_namespace(_xp.array_module(g))
+        xp = _NUMPY if isinstance(g, _nd) else array_namespace(_xp.array_module(g))
         return op.rule(ArrayCtx(n, xp), g, **p)
     # a rule over Tensors only (autograd.Function): handed Tensors, its results taken back as arrays
     gt = [None if x is None else wrap(x) for x in g] if n.n_out != 1 else wrap(g)
@@ -168,9 +160,10 @@ _NONE: dict = {}
 _NUMPY = array_namespace(np)
 
 
-def _full_rule(n, g, on_tensors, results, observers):
-    """The full path for one Node: hooks, retain_grad, grad()'s results, several outputs, observers
-    (profile, anomaly)."""
+def _run_rule(n, g, on_tensors, results, observers):
+    """One Node's gradients: its hooks, retain_grad, grad()'s results and observers (profile,
+    anomaly) see its output's gradient ``g`` (a list of them for several outputs); its saved
+    tensors are checked; its rule runs."""
     if n.n_out == 1:
         if n._hooks:  # hooks see (and return) Tensors
             g = _call_hooks(n._hooks, g) if on_tensors else _call_hooks(n._hooks, wrap(g)).data
@@ -203,7 +196,7 @@ def _send(n, grads, leaves, on_tensors, add):
         p = parents[i]
         if p is None or gi is None:
             continue
-        if gi.__class__ is not _nd:
+        if not isinstance(gi, _nd):
             gi = _checked(n, gi, on_tensors)
         shape, dtype = meta[i]
         if gi.shape != shape:
@@ -213,20 +206,12 @@ def _send(n, grads, leaves, on_tensors, add):
             gi = sum_to(gi, shape)
         if gi.dtype != dtype:
             gi = gi.astype(dtype)
-        c = p.__class__
-        if c is Node and not p.special:  # the common case, inline
-            pg = p._g
-            p._g = gi if pg is None else add(pg, gi)
-        elif c is Node:
-            _node_add(p, 0, gi)
-        elif c is tuple:
-            _node_add(p[0], p[1], gi)
+        if isinstance(p, Node):
+            _node_add(p, 0, gi, add)
+        elif isinstance(p, tuple):
+            _node_add(p[0], p[1], gi, add)
         else:
-            e = leaves.get(id(p))
-            if e is None:
-                leaves[id(p)] = [p, gi]
-            else:
-                e[1] = add(e[1], gi)
+            _add_to(leaves, p, gi, add)
 
 
 def _checked(n, g, on_tensors):
@@ -252,29 +237,31 @@ def sum_to(g, shape):
 def _add(a, b):
     """Two gradients of one tensor, summed (first order: plain arrays)."""
     s = a + b
-    return s if s.__class__ is _nd else _as_array(s)
+    return s if isinstance(s, _nd) else _as_array(s)
 
 
 def _add_tensors(a, b):
     return a + b  # through run_op: recorded with create_graph, seen by a capture
 
 
-def _add_to(leaves, leaf, g):
+def _add_to(leaves, leaf, g, add):
+    """Add ``g`` to the gradient of ``leaf`` summed so far (``add``: of arrays, or of Tensors)."""
     e = leaves.get(id(leaf))
     if e is None:
         leaves[id(leaf)] = [leaf, g]
     else:
-        e[1] = e[1] + g
+        e[1] = add(e[1], g)
 
 
-def _node_add(node, idx, g):
+def _node_add(node, idx, g, add):
+    """Add ``g`` to the gradient of output ``idx`` of ``node`` summed so far."""
     if node.n_out == 1:
-        node._g = g if node._g is None else node._g + g
+        node._g = g if node._g is None else add(node._g, g)
     else:
         if node._g is None:
             node._g = [None] * node.n_out
         cur = node._g[idx]
-        node._g[idx] = g if cur is None else cur + g
+        node._g[idx] = g if cur is None else add(cur, g)
 
 
 def _result_add(results, key, g):
@@ -293,7 +280,7 @@ def _call_hooks(hooks, g):
 
 
 def _ones_like(d):
-    xp = np if d.__class__ is _nd else _xp.array_module(d)
+    xp = np if isinstance(d, _nd) else _xp.array_module(d)
     return xp.array(1, dtype=d.dtype) if d.ndim == 0 else xp.ones(d.shape, dtype=d.dtype)  # the seed of a loss
 
 
@@ -338,9 +325,9 @@ def _into_grad(leaf, g):
 def _readonly(a):
     """A read-only view of a gradient array, so that one array shared by two gradients is
     never changed through the other (NumPy only: CuPy has no read-only flag)."""
-    if a.__class__ is _nd:
+    if isinstance(a, _nd):
         a = a.view()
-        a.setflags(False)  # write=False, passed by position: a keyword costs more than the view
+        a.setflags(write=False)
     return a
 
 
@@ -419,5 +406,5 @@ def _grad_keys(inputs):
         if not x._rg:
             raise RuntimeError("grad: one of the inputs does not require grad")
         e = edge(x)
-        keys.append(id(e) if isinstance(e, Tensor) else (id(e), 0) if e.__class__ is Node else (id(e[0]), e[1]))
+        keys.append(id(e) if isinstance(e, Tensor) else (id(e), 0) if isinstance(e, Node) else (id(e[0]), e[1]))
     return keys, wrappers

@@ -8,11 +8,15 @@ call for an input signature runs eagerly while a capture (an observer in this th
 What the capture sees:
 
 - every op's forward, through ``engine.run_op`` (the ops inside gradient rules too: a first-order
-  rule is Tensor ops with recording off, so backward is a list of forwards like any other);
-- every array step that does not go through ``run_op``, through ``_state.kernel``: gradients
-  summed and added into ``.grad``, random draws, ``mg.zeros`` and friends, ``Tensor(...)``,
-  the optimizer's ``step``, ``zero_grad``, a scheduler's ``step``. A kernel is called again on
-  replay with the arguments of that moment: an optimizer reads its ``lr`` and state then;
+  rule is Tensor ops with recording off, so backward is a list of forwards like any other, and
+  gradients are summed by ops);
+- the array steps that are not ops, through ``_state.kernel``, in three places only: backward's
+  accumulation (the seed, ``.grad`` += ...), the optimizer (its ``step``, ``zero_grad``, a
+  scheduler's ``step``) and creation.py (``Tensor(...)``, ``mg.zeros`` and friends, random draws,
+  a tensor's own copy before a write). A kernel is called again on replay with the arguments of
+  that moment: an optimizer reads its ``lr`` and state then;
+- Python state the step sets, through ``_state.assign`` (``model.train()``, ``t.grad = g``), set
+  again on replay;
 - Python that a replay cannot repeat, through ``_state.refuse``: ``.item()``, ``bool(t)``,
   ``.numpy()``, new parameters, module changes, and in-place writes into the inputs.
 

@@ -22,7 +22,6 @@ FUNCTIONS: dict = {}  # NumPy name -> minigrad's function of that name (ops/__in
 _next_seq = itertools.count().__next__
 _get_mode = _state.get
 _nd = np.ndarray
-_new = object.__new__
 
 
 class Op:
@@ -40,8 +39,7 @@ class Op:
       input's shape (``sum_to``); ``view``: the output shares input 0's storage (True), or may
       ("maybe": checked).
     - ``kind``: how pictures draw it; ``info(**params)``: the attributes the tape shows (axis...).
-    - ``ufunc``: the forward is ``xp.<ufunc>``: run_op calls it without a Python frame on NumPy
-      arrays, a replay (mg.compile) on any.
+    - ``ufunc``: the forward is ``xp.<ufunc>``: a replay (mg.compile) calls that directly.
     - ``arrays``: the rule is written in the array API; False: it is handed Tensors always
       (``autograd.Function``'s user code).
     - ``jvp(ctx, *tangents, **params)``: the forward-mode rule, the output's tangent (forward_ad.py
@@ -49,7 +47,7 @@ class Op:
     """
 
     __slots__ = ("name", "forward", "rule", "save", "save_at", "cross", "save_out", "aux", "broadcast", "view",
-                 "kind", "n_out", "info", "ufunc", "np_ufunc", "arrays", "jvp")
+                 "kind", "n_out", "info", "ufunc", "arrays", "jvp")
 
     def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
                  broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, arrays=True, jvp=None):
@@ -59,7 +57,6 @@ class Op:
         self.cross, self.save_out, self.aux, self.broadcast, self.view = cross, save_out, aux, broadcast, view
         self.kind, self.n_out, self.info, self.arrays, self.jvp = kind, n_out, info, arrays, jvp
         self.ufunc = ufunc
-        self.np_ufunc = getattr(np, ufunc) if ufunc else None
 
     def __repr__(self):
         return f"<Op {self.name}>"
@@ -74,9 +71,8 @@ class Node:
     """
 
     __slots__ = ("op", "opdef", "parents", "meta", "out_meta", "params", "saved", "vers", "_out",
-                 "aux", "seq", "_g", "freed", "special", "view_ver", "__dict__", "__weakref__")
-    # rarely set: in the instance __dict__ when set. Whoever sets ``n_out``, ``_hooks`` or
-    # ``retain`` also sets ``special``, which sends the Node down the walk's full path
+                 "aux", "seq", "_g", "freed", "view_ver", "__dict__", "__weakref__")
+    # rarely set: in the instance __dict__ when set
     xp = None         # the rule's namespace on Tensors (TENSORS, below)
     info = None       # attributes shown to readers (axis, keepdims, pattern...)
     consts = None     # ((input index, shape, dtype), ...) of Tensor inputs that need no grad (pictures)
@@ -142,7 +138,7 @@ def run_op(op: Op, *args, **params):
     record = rg and mode.grad and op.rule is not None
     if op.n_out != 1 and isinstance(out, tuple):
         return _outputs(op, out, args, datas, params, aux, record, mode)
-    if out.__class__ is not _nd:
+    if not isinstance(out, _nd):
         out = _as_array(out)
     r = wrap(out)                                         # 3. the output
     if op.view and (op.view is True or _shares(out, datas[0])):
@@ -171,7 +167,7 @@ def _operands(op, args):
                 rg = True
         else:
             d = const(a, op.name)
-        if d.__class__ is not _nd:  # (a speed check: most operands are NumPy arrays)
+        if not isinstance(d, _nd):
             if hasattr(d, "shape"):
                 dev = True
             else:
@@ -180,7 +176,7 @@ def _operands(op, args):
     if scalars and scalars == len(datas):  # numbers only (``mg.exp(1.0)``): tensors of them, as mg.tensor makes
         dt = np.result_type(*datas)
         datas = [Tensor(v, dtype=get_default_dtype() if dt.kind == "f" else dt).data for v in datas]
-        dev = datas[0].__class__ is not _nd
+        dev = not isinstance(datas[0], _nd)
     if not dev:
         return datas, rg, np
     try:
@@ -217,8 +213,6 @@ def _forward(op, xp, args, datas, params, mode):
     try:
         if mode.observers:
             return _observed_forward(op, xp, args, datas, params, mode.observers)
-        if xp is np and op.np_ufunc is not None and not params:  # xp.<ufunc>: no Python frame
-            return op.np_ufunc(*datas)
         return op.forward(xp, *datas, **params)
     except NAMED_ERRORS as e:  # NumPy's text ("boolean negative ... not supported") names the op first
         if isinstance(e, ValueError) and op.broadcast and "broadcast" in str(e):
@@ -277,7 +271,7 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
     ts = tuple(wrap(o) for o in outs)
     if record and any(o.dtype.kind == "f" for o in outs):
         n = _record(op, args, datas, params, aux, outs[0], ts[0]._storage, mode)
-        n.n_out, n.special = len(outs), True
+        n.n_out = len(outs)
         for k, t in enumerate(ts):
             if t.data.dtype.kind == "f":
                 t._node, t._oidx, t._rg = n, k, True
@@ -288,7 +282,7 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
 
 def _record(op, args, datas, params, aux, out, out_storage, mode):
     """The Node for one call of ``op``: its inputs' edges, what the rule saves, their versions."""
-    n = _new(Node)  # (no __init__ frame: one per op)
+    n = Node()
     n.op, n.opdef = op.name, op
     n.parents, n.meta, consts, n_grad = _edges(args)
     n.out_meta = (out.shape, out.dtype)
@@ -296,7 +290,7 @@ def _record(op, args, datas, params, aux, out, out_storage, mode):
     n.aux = aux
     n.seq = _next_seq()
     n._g = None
-    n.freed = n.special = False
+    n.freed = False
     n.view_ver = None
     if consts is not None:
         n.consts = consts

@@ -7,8 +7,6 @@ in one documented place, ``minigrad.ops``.
 """
 from __future__ import annotations
 
-from operator import attrgetter as _attr
-
 import numpy as np
 
 _default_dtype = np.dtype(np.float32)
@@ -78,10 +76,19 @@ class Tensor:
     _base = None    # the tensor whose storage this view shares
     name = None     # a label for pictures (mg.viz) and messages
 
-    # the array's own attributes, read through a C getter: rules read them on every op
-    shape = property(_attr("data.shape"), doc="The shape, a tuple of ints (the array's).")
-    ndim = property(_attr("data.ndim"), doc="The number of dimensions.")
-    dtype = property(_attr("data.dtype"), doc="The element type, a NumPy dtype.")
+    @property
+    def shape(self) -> tuple:
+        """The shape, a tuple of ints (the array's)."""
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self):
+        """The element type, a NumPy dtype."""
+        return self.data.dtype
 
     def __hash__(self):
         return id(self)

@@ -1,6 +1,8 @@
-"""Tensor's methods beyond the tape's data structure: sizes and devices, conversion to Python
-and NumPy, printing, DLPack, storage queries, hooks. ``minigrad.ops`` binds them onto ``Tensor``
-with the op methods (``bind``), so that what the tape needs (``tensor.py``) reads on its own.
+"""Tensor's properties and methods beyond the tape's data structure: ``requires_grad``, ``grad``
+(a captured step, mg.compile, replays an assignment), ``grad_fn``, sizes and devices, conversion
+to Python and NumPy, printing, DLPack, storage queries, hooks. ``minigrad.ops`` binds them onto
+``Tensor`` with the op methods (``bind``), so that what the tape needs (``tensor.py``) reads on
+its own.
 """
 from __future__ import annotations
 
@@ -278,7 +280,7 @@ class TensorMethods:
             return
         if not self._rg:
             raise RuntimeError("retain_grad: the tensor does not require grad")
-        self._node.retain, self._node.special = weakref.ref(self), True
+        self._node.retain = weakref.ref(self)
 
     def register_hook(self, fn):
         """Call ``fn(grad)`` when this tensor's gradient is computed; it may return a replacement.
@@ -290,8 +292,6 @@ class TensorMethods:
         owner = self if self._node is None else self._node
         if owner._hooks is None:
             owner._hooks = []
-            if owner is self._node:
-                owner.special = True  # a Node with hooks takes the walk's full path
         owner._hooks.append(fn)
         return _HookHandle(owner._hooks, fn)
 

@@ -39,7 +39,7 @@ When a write is allowed, and what it records
 
 - Memory that must not be written:
 
-  * ``.grad`` arrays are read-only views (``autograd._readonly``), since one gradient
+  * ``.grad`` arrays are read-only views (``backward._readonly``), since one gradient
     array may be shared by two tensors. An in-place op on a tensor that is not a view and
     whose array is read-only or broadcast (a ``.grad``, or a wrapped read-only NumPy array)
     copies it first (copy-on-write): the tensor gets its own storage, other holders of the
@@ -261,7 +261,7 @@ def _rebase(t, n, name):
     old = t._node
     n.op = name
     if old is not None and old.retain is not None and old.retain() is t:
-        n.retain, n.special, old.retain = old.retain, True, None
+        n.retain, old.retain = old.retain, None
     t._node, t._oidx, t._rg = n, 0, True
 
 
@@ -376,7 +376,7 @@ def view_history(v, base, pos):
     n.view_ver = v._storage.version
     old = v._node
     if old is not None and old.retain is not None and old.retain() is v:  # retain_grad() goes along
-        n.retain, n.special, old.retain = old.retain, True, None
+        n.retain, old.retain = old.retain, None
     v._node, v._oidx, v._rg = n, 0, True
     return n
 
