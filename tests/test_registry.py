@@ -205,7 +205,7 @@ def test_tangents_match_torch_func_jvp(name, device):
 
 
 def test_a_new_elementwise_op_is_one_definition():
-    """log1p was added as one _unary(...) line in ops/elementwise.py: method, export, NumPy entry."""
+    """log1p was added as one row(..., family=UNARY) line in ops/elementwise.py: method, export, NumPy entry."""
     x = mg.tensor([1e-10, 0.5], dtype=mg.float64, requires_grad=True)
     y = x.log1p()
     y.sum().backward()
