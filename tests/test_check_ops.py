@@ -9,6 +9,7 @@ from conftest import leaf
 
 import minigrad as mg
 from conftest import line_of as _line_of
+from test_gradcheck import WrongJvp  # x * x, its gradient right, its tangent 3 x u
 
 HERE = os.path.abspath(__file__)
 
@@ -191,25 +192,6 @@ def test_sparse_ops_are_checked_like_any_other():
     assert report.ok, str(report)
     assert not any(r.skipped for r in report.rows), str(report)
     assert len(report.rows) >= 4
-
-
-class WrongJvp(mg.autograd.Function):
-    """x * x with a right gradient and 3 x u as its tangent."""
-
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return x * x
-
-    @staticmethod
-    def backward(ctx, g):
-        (x,) = ctx.saved_tensors
-        return 2 * x * g
-
-    @staticmethod
-    def jvp(ctx, u):
-        (x,) = ctx.saved_tensors
-        return 3 * x * u
 
 
 def test_forward_mode_rules_are_checked_alone():
