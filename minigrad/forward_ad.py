@@ -26,7 +26,7 @@ import numpy as np
 from . import _state
 from . import backend as _be
 from . import kernels as _k
-from .engine import TENSORS, Op, _positions, run_op, array_namespace
+from .engine import OPS, TENSORS, Op, _positions, run_op, array_namespace
 from .tensor import Tensor, wrap
 
 _ids = itertools.count(1)
@@ -78,6 +78,12 @@ class Levels:
                 _on_arrays(op, datas, params, aux, out, tds, level)
             else:
                 _on_tensors(op, args, params, aux, out, ts, level, ids[:k])
+            observers = _state.get().observers
+            if observers:  # anomaly mode looks at the tangents
+                for o in observers:
+                    if hasattr(o, "tangent"):
+                        o.tangent(op.name, level, [tangent_of(r, level) for r in (out if out.__class__ is tuple
+                                                                                 else (out,))], tds)
 
 
 class JvpCtx:
@@ -421,34 +427,37 @@ def tangent_of(t, level):
 
 
 # ---------------------------------------------------------------------------
-# in-place writes (ops/inplace.py): the tangent is written in place too
+# in-place writes (ops/inplace.py writes the tangents, with ``write`` itself): the views of tangents
 # ---------------------------------------------------------------------------
 
 
-def write_tangents(t, r):
-    """``t``'s storage now holds ``r``'s values: at each level, ``r``'s tangent is written into
-    ``t``'s, in place, so the tangents of ``t``'s views and base see it as their values do."""
+set_tangent = _set
+
+
+def before_write(t):
+    """``t``'s tangents as an in-place write's rule reads them: a view's taken from its base where it
+    has none yet; one that a reverse pass differentiates is a recorded clone (the write overwrites
+    the tangent, which the rule's recorded ops may have saved)."""
     fw = _state.get().fw
     if fw is None:
-        return
-    for level in fw.ids:
-        new, cur = tangent_of(r, level), tangent_of(t, level)
-        if new is None and cur is None:
-            continue
-        if cur is None:
-            cur = _zero_tangent(t, level)
-        if new is None:
-            cur.data[...] = 0
-        elif getattr(getattr(cur.data, "flags", None), "writeable", True):
-            cur.data[...] = new.data
-            cur._storage.version += 1
-            if new._fw is not None or cur._fw is not None:
-                write_tangents(cur, new)  # the tangent's own tangents (outer levels), in place too
-        else:  # a read-only tangent (a broadcast one given to make_dual): t gets a copy of its own
-            _set(t, level, new.clone())
+        return t._fw
+    if t._base is not None:
+        for level in fw.ids:
+            if tangent_of(t, level) is None:
+                _from_base(t, level)
+    tangents = t._fw
+    if tangents is not None and any(u._rg for u in tangents.values()):
+        tangents = {level: u.clone() if u._rg else u for level, u in tangents.items()}
+    return tangents
 
 
-def _zero_tangent(t, level):
+def recorded_tangents(t):
+    """``t`` carries, at an active level, a tangent that a reverse pass differentiates."""
+    fw = _state.get().fw
+    return fw is not None and t._fw is not None and any(u._rg for u in t._fw.values())
+
+
+def zero_tangent(t, level):
     """A zero tangent for ``t`` at ``level``; for a view, a view of its base's tangent (made
     zero where the base has none), so that a write through the view reaches it."""
     base = t._base
@@ -463,19 +472,27 @@ def _zero_tangent(t, level):
 
 def _view_tangent(v, base, level):
     """The tangent of the view ``v`` as the view of its base's tangent at ``v``'s positions (the
-    base's tangent made C-ordered first, if it is not)."""
+    base's tangent made C-ordered first, if it is not): the registry's ``strided_view`` op, run
+    with the levels outside ``level`` active, so the view carries the base tangent's history and
+    its own tangents."""
+    fw = _state.get().fw
     bt = tangent_of(base, level)
-    xp = _be.array_module(bt.data)
-    if not bt.data.flags.c_contiguous:
-        bt = wrap(xp.ascontiguousarray(bt.data))
-        _set(base, level, bt)
-    pos = _k.view_positions(v.data, base.data).reshape(-1)
-    strides = []
-    step = 1
-    for n in reversed(v.shape):  # the view's strides in its base, read off its positions
-        strides.append(int(pos[step] - pos[0]) if n > 1 else 0)
-        step *= n
-    z = wrap(_k.as_strided(bt.data.reshape(-1), int(pos[0]) if pos.size else 0, v.shape, strides[::-1]))
+    outer = fw.inside(tuple(i for i in fw.ids if i < level)) if fw is not None else None
+    token = _state.set_levels(outer)
+    try:
+        if not bt.data.flags.c_contiguous:
+            bt = bt.clone()
+            _set(base, level, bt)
+        pos = _k.view_positions(v.data, base.data).reshape(-1)
+        strides = []
+        step = 1
+        for n in reversed(v.shape):  # the view's strides in its base, read off its positions
+            strides.append(int(pos[step] - pos[0]) if n > 1 else 0)
+            step *= n
+        z = run_op(OPS["strided_view"], bt, pos.reshape(v.shape), offset=int(pos[0]) if pos.size else 0,
+                   shape=tuple(v.shape), strides=tuple(strides[::-1]))
+    finally:
+        _state.reset(token)
     _set(v, level, z)
     return z
 

@@ -66,10 +66,11 @@ import numpy as np
 from .. import _state
 from .. import backend as _be
 from ..creation import own_copy
+from ..kernels import as_strided as _as_strided
 from ..kernels import overlapping as _overlapping
 from ..kernels import view_positions as _positions
 from ..engine import Op, run_op, const, edge
-from ..forward_ad import write_tangents
+from .. import forward_ad as _fwd
 from ..tensor import Tensor, wrap
 from . import elementwise as E
 from ._registry import Sample, defop, linear
@@ -252,7 +253,7 @@ def _history(t, copy):
         e = edge(t)  # a stale view is re-derived from its base first
         old._node, old._oidx = e if isinstance(e, tuple) else (e, 0)
     old._rg = t._rg
-    old._fw = t._fw  # forward mode's tangents, read by the op's forward-mode rule
+    old._fw = _fwd.before_write(t)  # forward mode's tangents, read by the op's forward-mode rule
     return E.clone(old) if copy else old  # a recorded clone, taken before the write
 
 
@@ -276,12 +277,8 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
     mode, self_rg = _plan(t, name, grad_others)
     _prepare_storage(t, name)
     op = variant(op, name)
-    if mode is None:
-        with_no_grad = _state.set_grad(False)
-        try:
-            r = run_op(op, t, *others, **params)
-        finally:
-            _state.reset(with_no_grad)
+    if mode is None:  # nothing the write reads requires grad (its tangents may: run_op records those)
+        r = run_op(op, _history(t, 0 in op.save) if _fwd.recorded_tangents(t) else t, *others, **params)
         return _store(t, r, name, check)
     if mode == "self":
         was_rg = t._rg
@@ -314,8 +311,42 @@ def _store(t, r, name, check):
         run_op(_ASSIGN, t, r)  # an op, so that a captured step (mg.compile) writes again on each replay
     t._storage.version += 1
     if r._fw is not None or t._fw is not None:
-        write_tangents(t, r)
+        _write_tangents(t, r)
     return t
+
+
+def _write_tangents(t, r):
+    """``t``'s storage now holds ``r``'s values: at each active dual level, ``t``'s tangent is
+    overwritten with ``r``'s (zeroed where ``r`` has none), in place, so that the tangents of
+    ``t``'s views and base see it as their values do. The tangent's write is itself a ``write``,
+    run with the outer levels active: where the tangent is differentiated (it requires grad, or
+    carries an outer level's tangent) the write is recorded like any other, and the tangent's own
+    tangents are overwritten in turn (forward over forward, reverse over forward)."""
+    fw = _state.get().fw
+    if fw is None:
+        return
+    ids = fw.ids
+    for k, level in enumerate(ids):
+        new, cur = _fwd.tangent_of(r, level), _fwd.tangent_of(t, level)
+        if new is None and cur is None:
+            continue
+        if cur is None and _live_base(t) is None:  # nothing else shares it: r's own tangent (a fresh one)
+            _fwd.set_tangent(t, level, new)
+            continue
+        if cur is None:
+            cur = _fwd.zero_tangent(t, level)
+        elif cur._base is not None and (_readonly(cur.data) or _overlapping(cur.data)):
+            _fwd.set_tangent(t, level, new.clone() if new is not None else  # a broadcast tangent: t gets its own
+                             wrap(_be.array_module(cur.data).zeros(cur.shape, dtype=cur.dtype)))
+            continue
+        token = _state.set_levels(fw.inside(ids[:k]))
+        try:
+            if new is None:
+                write(cur, FILL_, "zero_", (0,), check=False)
+            else:
+                write(cur, COPY_, "copy_", (new,), check=False)
+        finally:
+            _state.reset(token)
 
 
 def _assign(xp, t, value):
@@ -324,6 +355,54 @@ def _assign(xp, t, value):
 
 
 _ASSIGN = Op("assign", _assign)  # the write itself: ``t[...] = value``, no gradient of its own
+
+
+# -- the overwriting ops (``fill_``, ``copy_``: writes.py), which a tangent's own write uses too ---------
+
+
+def _fill_fwd(xp, x, v):
+    out = xp.empty_like(x)
+    out[...] = v.reshape(()) if hasattr(v, "reshape") else v
+    return out
+
+
+def _fill_fwd_any(xp, x, v):
+    out = xp.empty_like(x)
+    out[...] = v
+    return out
+
+
+def _overwrite_rule(ctx, g):
+    return ctx.xp.zeros_like(g), g if ctx.parents[1] is not None else None
+
+
+FILL_ = defop("fill_", _fill_fwd, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear(1),
+              samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
+COPY_ = defop("copy_", _fill_fwd_any, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear(1),
+              samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
+
+
+# -- a view of a tangent at a view's positions (forward_ad.view_tangent runs it by name) --------------
+
+
+def _strided_view_fwd(xp, b, pos, offset, shape, strides):
+    return _as_strided(b.reshape(-1), offset, shape, strides)
+
+
+def _strided_view_rule(ctx, g, offset, shape, strides):
+    (pos,) = ctx.saved
+    bshape = ctx.meta[0][0]
+    size = 1
+    for n in bshape:
+        size *= n
+    flat = ctx.xp.index_add(g.reshape(-1), pos.reshape(-1), shape=(size,), template=(_ARRAY,))
+    return (flat.reshape(bshape),)
+
+
+STRIDED_VIEW = defop("strided_view", _strided_view_fwd, _strided_view_rule, save=(1,), view=True, kind="view",
+                     jvp=linear(0),
+                     samples=lambda rng: [Sample(rng.standard_normal((3, 4)), np.array([[1, 5], [2, 6]]), offset=1,
+                                                 shape=(2, 2), strides=(1, 4))])
 
 
 def _copy_slices_rule(ctx, g, inplace=False):

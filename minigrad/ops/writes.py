@@ -18,7 +18,7 @@ from ..tensor import Tensor
 from . import elementwise as E
 from ._registry import Family, Sample, composite, defop, inplace_method, linear, op_of, public, row
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
-from .inplace import _const, _operand, _same_device, _self, write
+from .inplace import COPY_, FILL_, _const, _operand, _same_device, _self, write
 
 # -- arithmetic: the out-of-place op's own forward and rule, written into the tensor ------------------
 
@@ -99,17 +99,6 @@ clip_ = clamp_
 # -- overwriting --------------------------------------------------------------------------------
 
 
-def _fill_fwd(xp, x, v):
-    out = xp.empty_like(x)
-    out[...] = v.reshape(()) if hasattr(v, "reshape") else v
-    return out
-
-
-FILL_ = defop("fill_", _fill_fwd, lambda ctx, g: (ctx.xp.zeros_like(g), g if ctx.parents[1] is not None else None),
-              broadcast=True, kind="inplace", jvp=linear(1),
-              samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
-
-
 def fill_(t, value, *, _op="fill_"):
     """Set every element to ``value`` (a number, or a one-element tensor) in place; returns ``t``."""
     _self(t, _op)
@@ -126,20 +115,6 @@ def zero_(t):
     """Set every element to 0 in place; returns ``t``."""
     _self(t, "zero_")
     return fill_(t, 0, _op="zero_")
-
-
-COPY_ = defop("copy_", _fill_fwd, lambda ctx, g: (ctx.xp.zeros_like(g), g if ctx.parents[1] is not None else None),
-              broadcast=True, kind="inplace", jvp=linear(1),
-              samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
-
-
-def _fill_fwd_any(xp, x, v):
-    out = xp.empty_like(x)
-    out[...] = v
-    return out
-
-
-COPY_.forward = _fill_fwd_any
 
 
 def copy_(t, src):
