@@ -9,7 +9,9 @@ count of bad elements and ``file:line``; ``err.node`` is the Node (``mg.viz.grap
 highlight=err.node)`` draws it and its path in red). The mode stops at the first such rule, so
 every gradient a rule receives from another rule is finite: the op named is the one that
 turned finite gradients into non-finite ones. ``check_forward=True`` also checks every
-forward output and names the op that first produced NaN/inf.
+forward output and names the op that first produced NaN/inf. In forward mode (dual levels,
+``mg.func.jvp``...) every op's output tangent is checked too: the first op whose tangent holds
+NaN/inf raises, naming the op, the level and ``file:line`` (``phase == "forward mode"``).
 
 Outside the mode nothing here runs: the engine only calls observers when there are some.
 """
@@ -30,7 +32,7 @@ class AnomalyError(MinigradError, RuntimeError):
     Attributes: ``node`` (the op's Node, or None for a forward op that was not recorded),
     ``op`` (its name), ``position`` (its ``seq``), ``input`` (the input whose gradient went
     bad; None in forward), ``count`` (bad elements), ``file``, ``line`` (the user's code that
-    created the op), ``phase`` ("backward" or "forward").
+    created the op), ``phase`` ("backward", "forward" or "forward mode": a tangent).
     """
 
     def __init__(self, message, node=None, op=None, position=None, input=None, count=0,  # noqa: A002
@@ -152,6 +154,23 @@ class _Anomaly:
         raise AnomalyError(msg, node=node, op=name, position=None if node is None else node.seq, count=count,
                            file=where[0] if where else None, line=where[1] if where else None,
                            phase="forward")
+
+    # -- forward mode ------------------------------------------------------------------
+    def tangent(self, name, level, tangents, inputs):
+        """After an op computed its output's tangents at a dual level: NaN/inf there raises."""
+        count = sum(_bad_count(t.data) for t in tangents if t is not None)
+        if not count:
+            return
+        where = user_where()
+        given = any(_bad_count(u) for u in inputs if u is not None)
+        msg = (f"anomaly (forward mode): op {name!r} produced {count} NaN/inf tangent value{'s' * (count != 1)} "
+               f"(dual level {level}) at {fmt_where(where)}"
+               + (" from input tangents that already held NaN/inf (a tangent given to make_dual?)" if given
+                  else " from finite input tangents"))
+        if self.stack:
+            msg += "\n  stack (innermost last):\n    " + "\n    ".join(user_stack())
+        raise AnomalyError(msg, op=name, count=count, file=where[0] if where else None,
+                           line=where[1] if where else None, phase="forward mode")
 
     # -- backward ----------------------------------------------------------------------
     def backward(self, node, seconds, grads):

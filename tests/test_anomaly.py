@@ -179,3 +179,13 @@ def test_no_overhead_with_the_mode_off(monkeypatch):
     with mg.autograd.detect_anomaly():
         assert len(_state.get().observers) == 1
     assert _state.get().observers == ()
+
+
+def test_a_nan_tangent_names_the_op_and_line():
+    """Forward mode: the first op whose output tangent holds NaN/inf raises, with file:line."""
+    x = mg.tensor([0.0, 1.0], dtype=mg.float64)
+    with mg.autograd.detect_anomaly(), pytest.raises(mg.AnomalyError, match="op 'sqrt'.*tangent") as e:
+        mg.func.jvp(lambda x: mg.sqrt(x * 1.0).sum(), (x,), (mg.ones_like(x),))
+    assert e.value.op == "sqrt" and e.value.phase == "forward mode" and e.value.file == __file__
+    assert "from finite input tangents" in str(e.value)
+    mg.func.jvp(lambda x: mg.sqrt(x * 1.0).sum(), (x,), (mg.ones_like(x),))  # outside the mode: nothing
