@@ -121,7 +121,7 @@ def vjp(func, *primals, has_aux=False):
 
     def vjp_fn(cotangents):
         cts = _flatten_like(cotangents, spec, outs, "func.vjp: vjp_fn", "cotangent")
-        return tuple(_pullback(outs, cts, xs, graph, retain=True))
+        return tuple(_pullback(outs, cts, xs, graph or _differentiated(cts), retain=True))
 
     if not graph:
         out, aux = _unflatten([_cut(o) for o in outs], spec), _map(_cut, aux)
@@ -142,6 +142,8 @@ def jacrev(func, argnums=0, *, has_aux=False):
     def transformed(*args, **kwargs):
         name = "func.jacrev(f)(*args)"
         nums, single = _argnums(argnums, args, name)
+        for i in nums:
+            _float_tensor(args[i], name, f"argument {i}", sparse=False)
         xs, res, graph = _run_reverse(func, args, kwargs, nums, name)
         out, aux = _split_aux(res, has_aux, name)
         outs, spec = _flatten(out, name)
@@ -193,10 +195,11 @@ def linearize(func, *primals):
         with enable_grad():
             s = None
             for g, u in zip(gs, us, strict=True):
-                if g is not None and g._rg:
-                    term = (g * u).sum()
+                if g is not None and g.requires_grad:
+                    term = _inner(g, u)
                     s = term if s is None else s + term
-        ju = iter(_grad(s, vs, retain_graph=True, create_graph=graph, allow_unused=True) if s is not None
+        ju = iter(_grad(s, vs, retain_graph=True, create_graph=graph or _differentiated(us), allow_unused=True)
+                  if s is not None
                   else [None] * len(vs))
         jus = []
         for o in outs:
@@ -255,7 +258,7 @@ def jacfwd(func, argnums=0, has_aux=False):
     def transformed(*args, **kwargs):
         name = "func.jacfwd(f)(*args)"
         nums, single = _argnums(argnums, args, name)
-        xs = [_float_tensor(args[i], name, f"argument {i}") for i in nums]
+        xs = [_float_tensor(args[i], name, f"argument {i}", sparse=False) for i in nums]
         cols = [[] for _ in xs]  # per input, per element: the tangent of each output
         first = None  # the outputs' primals, structure and aux, from the first pass
         for j, (i, x) in enumerate(zip(nums, xs, strict=True)):
@@ -370,7 +373,10 @@ def _graph(graph, outs):
 def _enter(x, connect, private):
     """``x`` as a reverse transform's input: it requires grad and carries ``x``'s tangents. A view of
     ``x`` on the outer tape when an outer pass differentiates ``x``, else a leaf of its own over
-    ``x``'s data (``x``'s own flags are left alone), whose id goes into ``private``."""
+    ``x``'s data (``x``'s own flags are left alone), whose id goes into ``private``. A sparse ``x``
+    enters through its stored values (its indices are constants)."""
+    if _is_sparse(x):
+        return x._with_values(_enter(x._grad_target(), connect, private))
     if connect and x._rg:
         return run_op(_ALIAS, x)  # (the identity, whose gradient and tangent pass through: make_dual's view)
     leaf = x.detach().requires_grad_()
@@ -403,6 +409,12 @@ def _primal(t):
     return unpack_dual(t).primal if isinstance(t, Tensor) else t
 
 
+def _differentiated(ts):
+    """A reverse pass differentiates one of ``ts`` (the argument of a function a transform returned:
+    ``vjp_fn``'s cotangent, ``jvp_fn``'s tangent), so the pass that uses it must record."""
+    return is_grad_enabled() and any(isinstance(t, Tensor) and t._rg for t in ts)
+
+
 def _pullback(outs, cts, xs, graph, retain):
     """The gradients of ``Σ ⟨out, ct⟩`` w.r.t. ``xs``: zeros for an input not reached; an output
     that does not require grad adds nothing."""
@@ -432,7 +444,20 @@ def _assemble(parts, out_shape, x, axis):
 
 
 def _zeros_like(x):
+    if _is_sparse(x):  # a sparse tensor's zero gradient or tangent: its indices, zero values
+        return x._grad_like(_zeros_like(x._grad_target()))
     return wrap(_be.array_module(x.data).zeros(x.shape, dtype=x.dtype))
+
+
+def _is_sparse(x):
+    return hasattr(x, "_grad_target")
+
+
+def _inner(g, u):
+    """⟨g, u⟩ of a gradient and a tangent of one primal (a sparse one's: its values')."""
+    if _is_sparse(g):
+        g, u = g._grad_target(), u._grad_target()
+    return (g * u).sum()
 
 
 def _argnums(argnums, args, name):
@@ -454,8 +479,11 @@ def _argnums(argnums, args, name):
     return tuple(out), single
 
 
-def _float_tensor(x, name, what):
-    if not isinstance(x, Tensor):
+def _float_tensor(x, name, what, sparse=True):
+    if _is_sparse(x) and not sparse:
+        raise TypeError(f"{name}: {what} is a sparse tensor; a Jacobian is dense: pass its .to_dense(), or use "
+                        "func.vjp / func.jvp, which take sparse primals and tangents")
+    if not isinstance(x, Tensor) and not _is_sparse(x):
         raise TypeError(f"{name}: {what} is differentiated, so it must be a Tensor, got {type(x).__name__}")
     if x.dtype.kind != "f":
         raise TypeError(f"{name}: {what} has dtype {x.dtype}; only floating-point Tensors are differentiated")
@@ -481,8 +509,9 @@ def _check_tangents(primals, tangents, name):
     if len(tangents) != len(primals):
         raise ValueError(f"{name}: expected {len(primals)} tangents, one per primal, got {len(tangents)}")
     for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{name}: tangents[{i}] must be a Tensor, got {type(t).__name__}")
+        if not isinstance(t, Tensor) and not (_is_sparse(t) and _is_sparse(p)):
+            raise TypeError(f"{name}: tangents[{i}] must be a Tensor{' (sparse, as its primal is)' if _is_sparse(p) else ''}"
+                            f", got {type(t).__name__}")
         if t.shape != p.shape or t.dtype != p.dtype:
             raise ValueError(f"{name}: tangents[{i}] has shape {t.shape} and dtype {t.dtype}, but primals[{i}] "
                              f"has shape {p.shape} and dtype {p.dtype}; they must match")
@@ -501,7 +530,7 @@ def _split_aux(res, has_aux, name):
 def _flatten(out, name):
     """The Tensors of ``f``'s output (a Tensor, or tuples and lists of them, nested), and its
     structure for ``_unflatten``."""
-    if isinstance(out, Tensor):
+    if isinstance(out, Tensor) or _is_sparse(out):
         return [out], None
     if isinstance(out, (tuple, list)):
         leaves, specs = [], []

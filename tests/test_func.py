@@ -595,3 +595,71 @@ def test_forward_over_reverse_through_ops_whose_rule_reads_their_output(op, seco
     np.testing.assert_allclose(np.diag(to_np(F.jacrev(F.jacrev(f))(x))), want, rtol=1e-10)
     np.testing.assert_allclose(np.diag(to_np(F.hessian(f)(x))), want, rtol=1e-10)
     np.testing.assert_allclose(to_np(F.hvp(f, (x,), (mg.ones_like(x),))[1][0]), want, rtol=1e-10)
+
+
+# -- the functions mg.func returns are differentiable in every mode -------------------------------
+
+
+def test_vjp_of_vjp_gives_the_jvp_as_torch_func():
+    """vjp_fn is linear in its cotangent: reverse mode through it (the vjp-of-vjp trick) gives J u."""
+    x, u = _data(3, 0), _data(3, 1)
+    out, vjp_fn = F.vjp(mg.sin, mgt(x))
+    _, vv = F.vjp(lambda c: vjp_fn(c)[0], mg.zeros_like(out))
+    (ju,) = vv(mgt(u))
+    np.testing.assert_allclose(to_np(ju), np.cos(x) * u, rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    tout, tvjp = torch.func.vjp(torch.sin, tht(x))
+    _, tvv = torch.func.vjp(lambda c: tvjp(c)[0], torch.zeros_like(tout))
+    np.testing.assert_allclose(to_np(ju), tvv(tht(u))[0].numpy(), rtol=1e-12)
+
+
+def test_linearize_jvp_fn_is_differentiable_in_its_tangent():
+    x, u, w = _data(3, 0), _data(3, 1), _data(3, 2)
+    _, jvp_fn = F.linearize(lambda x: x ** 3, mgt(x))
+    g = F.grad(lambda u: (jvp_fn(u) * mgt(w)).sum())(mgt(u))  # J is diag(3x²): its transpose applied to w
+    np.testing.assert_allclose(to_np(g), 3 * x ** 2 * w, rtol=1e-12)
+    _, t = F.jvp(lambda u: jvp_fn(u), (mgt(u),), (mgt(w),))  # forward mode through it
+    np.testing.assert_allclose(to_np(t), 3 * x ** 2 * w, rtol=1e-12)
+
+
+def test_grad_of_the_function_grad_builds_in_both_modes():
+    """``grad(f)`` is differentiable w.r.t. its argument and what f closes over, in both modes."""
+    x, v = _data(3, 0), _data(3, 1)
+    a = mgt([1.5]).requires_grad_()
+    gf = F.grad(lambda x: (a * mg.sin(x)).sum())
+    (ga,) = mg.grad((gf(mgt(x)) * mgt(v)).sum(), [a])  # d/da <a cos x, v>
+    np.testing.assert_allclose(to_np(ga), [(np.cos(x) * v).sum()], rtol=1e-12)
+    _, t = F.jvp(gf, (mgt(x),), (mgt(v),))
+    np.testing.assert_allclose(to_np(t), -1.5 * np.sin(x) * v, rtol=1e-12)
+
+
+# -- sparse primals and tangents where forward_ad takes them --------------------------------------
+
+
+def _sparse_pair(seed=0):
+    from minigrad import sparse as sp
+    idx = np.array([[0, 1, 1, 2, 0, 2], [2, 0, 2, 1, 2, 3]])  # (0, 2) twice: uncoalesced
+    rng = np.random.default_rng(seed)
+    return (sp.coo_tensor(idx, rng.standard_normal(6), shape=(3, 4)),
+            sp.coo_tensor(idx, rng.standard_normal(6), shape=(3, 4)), idx)
+
+
+def test_jvp_vjp_and_linearize_take_sparse_primals_and_tangents():
+    S, U, idx = _sparse_pair()
+    W = mgt(_data((4, 2), 3))
+    f = lambda S: mg.sin(S @ W).sum(0)  # noqa: E731
+    fd = lambda D: mg.sin(D @ W).sum(0)  # noqa: E731
+    _, t = F.jvp(f, (S,), (U,))
+    _, td = F.jvp(fd, (S.to_dense(),), (U.to_dense(),))
+    np.testing.assert_allclose(to_np(t), to_np(td), rtol=1e-12)
+    out, vjp_fn = F.vjp(f, S)
+    (g,) = vjp_fn(mg.ones_like(out))
+    assert mg.sparse.is_sparse(g)  # the gradient of the stored values, with the primal's indices
+    (gd,) = F.vjp(fd, S.to_dense())[1](mg.ones_like(out))
+    np.testing.assert_allclose(to_np(g.values), to_np(gd)[tuple(idx)], rtol=1e-12)
+    _, jvp_fn = F.linearize(f, S)
+    np.testing.assert_allclose(to_np(jvp_fn(U)), to_np(td), rtol=1e-12)
+    with pytest.raises(TypeError, match="sparse"):
+        F.jacrev(f)(S)
+    with pytest.raises(TypeError, match="tangents\\[0\\] must be a Tensor \\(sparse"):
+        F.jvp(f, (S,), ([1.0],))
