@@ -82,6 +82,13 @@ def _refuse_graph_copy(data, op):
                 "tensor would drop its graph (no gradient would flow back). Use mg.stack([...]) to keep the "
                 "graph, or detach the elements first ([t.detach() for t in ...]) for a constant"
             )
+        if isinstance(e, Tensor) and _state.tangent_level(e._fw) is not None:
+            raise TypeError(
+                f"{op}: the list holds a Tensor of shape {e.shape} that carries a tangent (forward mode, dual "
+                f"level {_state.tangent_level(e._fw)}); copying it into a new tensor would drop the tangent (a "
+                "derivative silently zero). Use mg.stack([...]) to keep it, or forward_ad.unpack_dual(t).primal "
+                "for a constant"
+            )
 
 
 def _tensors_to_lists(data):

@@ -20,6 +20,21 @@ _NEEDS_DETACH = ("Can't call {what} a Tensor that requires grad: NumPy would not
                  "(or np.asarray(tensor.detach())).")
 
 
+def _refuse_untracked(t, what):
+    """Refuse handing ``t``'s array to code that records nothing (NumPy): a tensor that requires
+    grad would lose its gradient there, one that carries a tangent at an active dual level its
+    tangent (a derivative silently zero)."""
+    if t._rg:
+        raise RuntimeError(_NEEDS_DETACH.format(what=what))
+    level = _state.tangent_level(t._fw)
+    if level is not None:
+        raise RuntimeError(
+            f"Can't call {what} a Tensor that carries a tangent (forward mode, dual level {level}): NumPy "
+            "would not carry it, so the derivative would silently be zero. Use the primal, "
+            "forward_ad.unpack_dual(t).primal, to mean that (or compute with minigrad's functions, "
+            "which carry the tangent)")
+
+
 class _Size(int):
     """``t.size``: an int, NumPy's element count, that also answers PyTorch's ``t.size()`` (the
     shape) and ``t.size(d)`` (dim ``d``, negative counting from the end)."""
@@ -200,10 +215,10 @@ class TensorMethods:
         """A host NumPy array (the same memory on the CPU; an explicit copy from the GPU).
 
         A tensor that requires grad refuses, as PyTorch's does: what NumPy does with the array
-        is not recorded, so ``t.detach().numpy()`` says that the gradient stops there.
+        is not recorded, so ``t.detach().numpy()`` says that the gradient stops there. So does one
+        that carries a tangent at an active dual level (``forward_ad.unpack_dual(t).primal.numpy()``).
         """
-        if self._rg:
-            raise RuntimeError(_NEEDS_DETACH.format(what="numpy() on"))
+        _refuse_untracked(self, "numpy() on")
         _state.refuse(".numpy()")
         return _be.to_numpy(self.data)
 
@@ -218,8 +233,7 @@ class TensorMethods:
         return _be.to_numpy(self.data).tolist()
 
     def __array__(self, dtype=None, copy=None):
-        if self._rg:
-            raise RuntimeError(_NEEDS_DETACH.format(what="np.asarray() / np.array() (__array__) on"))
+        _refuse_untracked(self, "np.asarray() / np.array() (__array__) on")
         if _be.is_cupy_array(self.data):  # as CuPy and PyTorch: no implicit device-to-host copy
             raise TypeError(
                 f"can't convert a {self.device} tensor to a NumPy array implicitly; use t.numpy() "
