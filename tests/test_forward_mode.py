@@ -6,6 +6,7 @@ import pytest
 
 import minigrad as mg
 from minigrad.autograd import forward_ad as fwAD
+from conftest import to_np
 
 def test_forward_over_forward_and_forward_over_reverse():
     x = mg.tensor([0.3, 0.7], dtype=mg.float64)
@@ -119,3 +120,67 @@ def test_dual_levels_are_per_thread():
         assert fwAD.unpack_dual(mg.sin(d)).tangent is not None
     th.join()
     assert seen == {"fw": None, "unpack": None}
+
+
+# -- no conversion drops a tangent silently ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("convert", [
+    lambda x, y: np.r_[x, y], lambda x, y: np.c_[x, y], lambda x, y: np.asarray(x), lambda x, y: np.array(y),
+    lambda x, y: x.numpy(), lambda x, y: mg.tensor([x[0], y[1]])],
+    ids=["r_", "c_", "asarray", "array", "numpy", "tensor_of_list"])
+def test_a_tensor_with_a_tangent_refuses_numpy_conversion(convert):
+    """As a tensor that requires grad does: the error names the level and what to write instead."""
+    x, y = mg.tensor([0.5, 1.0], dtype=mg.float64), mg.tensor([2.0, 3.0], dtype=mg.float64)
+    with pytest.raises((RuntimeError, TypeError), match=r"tangent \(forward mode, dual level \d+\).*unpack_dual"):
+        mg.func.jvp(convert, (x, y), (mg.ones_like(x), mg.ones_like(y)))
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, mg.ones_like(x))
+        assert to_np(fwAD.unpack_dual(d).primal).shape == (2,)  # the primal converts
+    assert to_np(d).shape == (2,)  # the level is gone: so is the tangent
+
+
+def test_numpy_functions_minigrad_dispatches_keep_the_tangent():
+    x, y = mg.tensor([0.5, 1.0], dtype=mg.float64), mg.tensor([2.0, 3.0], dtype=mg.float64)
+    _, t = mg.func.jvp(lambda x, y: np.append(np.concatenate([x, y]), x * y), (x, y), (mg.ones_like(x), mg.ones_like(y)))
+    np.testing.assert_allclose(to_np(t), [1, 1, 1, 1, 2.5, 4.0])
+
+
+def test_reverse_over_forward_through_a_row_write_matches_torch_func():
+    """The issue's smallest case: grad of a jvp's tangent through ``A[1] = b``: the tangent's write is
+    on the tape, so uA's gradient is w with row 1 zeroed and ub's is w[1]."""
+    rng = np.random.default_rng(0)
+    A, b, uA, ub, w = (rng.standard_normal(s) for s in ((3, 4), 4, (3, 4), 4, (3, 4)))
+
+    def run(m, fn):
+        def f(A, b):
+            A = A.clone()
+            A[1] = b
+            return A
+        T = lambda a: m.tensor(a, dtype=m.float64)  # noqa: E731
+        loss = lambda A, b, uA, ub: (fn.jvp(f, (A, b), (uA, ub))[1] * T(w)).sum()  # noqa: E731
+        return [to_np(g) if m is mg else g.numpy() for g in fn.grad(loss, argnums=(2, 3))(T(A), T(b), T(uA), T(ub))]
+
+    gA, gb = run(mg, mg.func)
+    np.testing.assert_allclose(gA, w * (np.arange(3) != 1)[:, None])
+    np.testing.assert_allclose(gb, w[1])
+    torch = pytest.importorskip("torch")
+    for mine, ref in zip((gA, gb), run(torch, torch.func), strict=True):
+        np.testing.assert_allclose(mine, ref)
+
+
+def test_forward_over_forward_zeroes_the_tangents_of_a_zeroed_row():
+    """``a[0].zero_()``: the row's tangent and its own tangent (second order) are zero."""
+    rng = np.random.default_rng(1)
+    x, y, u, v = (mg.tensor(rng.standard_normal((3, 4)), dtype=mg.float64) for _ in range(4))
+
+    def g(x, y):
+        a = x.clone()
+        a[0].zero_()
+        a[2].fill_(1.5)
+        return a * a * y
+
+    inner = lambda x: mg.func.jvp(lambda x: g(x, y), (x,), (u,))[1]  # noqa: E731
+    _, second = mg.func.jvp(inner, (x,), (v,))
+    keep = (np.arange(3) == 1)[:, None]
+    np.testing.assert_allclose(to_np(second), np.where(keep, 2 * to_np(u) * to_np(v) * to_np(y), 0.0))
