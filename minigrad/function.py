@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import _state
 from . import backend as _be
 from .engine import Op, run_op
+from .ops.inplace import COPY_, write
 from .ops.meta import zeros_like
 from .tensor import Tensor, wrap
 
@@ -44,6 +45,12 @@ class FunctionCtx:
 
     def mark_non_differentiable(self, *tensors):
         self._non_diff = tensors
+
+    def mark_dirty(self, *tensors):
+        """Say that ``forward`` wrote these inputs in place and returns them (PyTorch's name): after
+        ``apply`` each is the Function's output, with its history and tangents, as after any
+        in-place write (its views see it; a leaf that requires grad is refused)."""
+        self._dirty = tensors
 
 
 def _forward(xp, *datas, cls, ctx, args, kwargs):
@@ -171,7 +178,23 @@ class Function:
             for k, o in enumerate(outs):
                 if any(r is returned[k] for r in nd):
                     o._node, o._rg = None, False
+        if getattr(ctx, "_dirty", ()):
+            outs = _written(cls, ctx._dirty, args, returned, outs)
         return outs[0] if ctx._single else outs
+
+
+def _written(cls, dirty, args, returned, outs):
+    """The outputs, each input that ``forward`` marked dirty standing for its own: the input is
+    overwritten with the output by an in-place write (``copy_``), which records it where needed."""
+    outs = list(outs)
+    for d in dirty:
+        k = next((k for k, r in enumerate(returned) if r is d), None)
+        if k is None or not any(a is d for a in args):
+            raise RuntimeError(f"{cls.__name__}: mark_dirty() names a tensor that forward did not both take as an "
+                               "input and return; return each tensor it writes in place")
+        write(d, COPY_, "copy_", (outs[k],), check=False)
+        outs[k] = d
+    return tuple(outs)
 
 
 def _positional(args):

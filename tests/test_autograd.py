@@ -742,3 +742,47 @@ def test_grad_assignment_none_is_always_allowed():
     assert x.grad is None
     x.grad = mg.zeros(3)
     exact(x.grad, [0, 0, 0])
+
+
+class _ScaleInPlace(mg.autograd.Function):
+    """``x *= y`` in place, marked dirty (PyTorch's habit for a Function that writes its input)."""
+
+    @staticmethod
+    def forward(ctx, x, y):
+        ctx.save_for_backward(y)
+        ctx.y = y
+        ctx.mark_dirty(x)
+        x.mul_(y)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * y, None
+
+    @staticmethod
+    def jvp(ctx, tx, ty):
+        return tx * ctx.y
+
+
+def test_a_function_that_writes_in_place_carries_gradients_and_tangents_in_every_mode():
+    """mark_dirty: the written input (a row of a clone here, a view) is the Function's output,
+    through its history and its tangents, so the four compositions of order 2 hold."""
+    rng = np.random.default_rng(0)
+    y = mg.tensor(rng.standard_normal(4), dtype=mg.float64)
+
+    def f(x):
+        a = x.clone()
+        out = _ScaleInPlace.apply(a[1], y)
+        return a * a * out.sum()
+
+    x = mg.tensor(rng.standard_normal((3, 4)), dtype=mg.float64, requires_grad=True)
+    assert mg.gradcheck(f, [x], modes=("rev", "fwd"), order=2)
+    a = x.detach().clone()
+    with pytest.raises(RuntimeError, match="mark_dirty"):
+        class _Bad(_ScaleInPlace):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.mark_dirty(x)
+                return x * y
+        _Bad.apply(a, y)
