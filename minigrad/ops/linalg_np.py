@@ -4,9 +4,12 @@ svd, svdvals, norm, matrix_power, pinv, lstsq, batched over leading axes as NumP
 Gradients are PyTorch's formulas. Where a result has several parts (eigh's eigenvalues and
 eigenvectors, svd's U, S, Vh), each part is its own op whose rule recomputes the others it
 needs, so a rule stays one output's rule and higher derivatives record as usual. NumPy's
-``cholesky``, ``eigh`` and ``eigvalsh`` read the lower triangle only: their gradients are those
-of that function (lower triangle; PyTorch's symmetric gradient G gives tril(G) + tril(G, -1)),
-which is the same gradient for any symmetric input built upstream (``B @ B.T``).
+``cholesky``, ``eigh`` and ``eigvalsh`` read the lower triangle only (``eigh`` and ``eigvalsh``: the
+upper with ``UPLO="U"``): their gradients are those of that function (lower triangle; PyTorch's
+symmetric gradient G gives tril(G) + tril(G, -1); upper: triu(G) + triu(G, 1)), which is the same
+gradient for any symmetric input built upstream (``B @ B.T``). On an input that is not symmetric,
+PyTorch's ``torch.linalg.eigh`` returns G itself, which is not the derivative of what it computes
+(the triangle's function): minigrad's is, and gradcheck holds it to that.
 """
 from __future__ import annotations
 
@@ -30,15 +33,16 @@ def _T(a):
     return a.swapaxes(-1, -2)
 
 
-def _lower(g, xp):
-    """The gradient of a function of the lower triangle, from the symmetric gradient ``g``."""
-    return xp.tril(g) + xp.tril(g, -1)
+def _lower(g, xp, upper=False):
+    """The gradient of a function of the lower triangle (the upper when ``upper``), from the
+    symmetric gradient ``g``."""
+    return xp.triu(g) + xp.triu(g, 1) if upper else xp.tril(g) + xp.tril(g, -1)
 
 
-def _sym_of_lower(t, xp):
-    """The tangent of the symmetric matrix a function of the lower triangle reads, from ``t``
-    (``_lower``'s adjoint)."""
-    return xp.tril(t) + _T(xp.tril(t, -1))
+def _sym_of_lower(t, xp, upper=False):
+    """The tangent of the symmetric matrix a function of the lower triangle (the upper when
+    ``upper``) reads, from ``t`` (``_lower``'s adjoint)."""
+    return xp.triu(t) + _T(xp.triu(t, 1)) if upper else xp.tril(t) + _T(xp.tril(t, -1))
 
 
 def _tr_inv(xp, a, t):
@@ -58,9 +62,18 @@ def _sym(rng, *batch, n=3):
     return a + np.swapaxes(a, -1, -2) + np.diag(np.arange(n) * 3.0)  # well separated eigenvalues
 
 
-def _lsym(th, x):
-    """Torch's view of a NumPy function of the lower triangle: the symmetric matrix it reads."""
-    return th.tril(x) + th.tril(x, -1).mT
+def _lsym(th, x, upper=False):
+    """Torch's view of a NumPy function of the lower triangle (the upper when ``upper``): the
+    symmetric matrix it reads."""
+    return th.triu(x) + th.triu(x, 1).mT if upper else th.tril(x) + th.tril(x, -1).mT
+
+
+def _uplo(UPLO, op):  # noqa: N803 - NumPy's name
+    """NumPy's ``UPLO`` ("L" or "U", either case) -> whether the upper triangle is read."""
+    uplo = UPLO.upper() if isinstance(UPLO, str) else UPLO
+    if uplo not in ("L", "U"):
+        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return uplo == "U"
 
 
 # -- inv, det, slogdet, solve -------------------------------------------------------------------------
@@ -174,28 +187,28 @@ def cholesky(a):
     return run_op(CHOLESKY, as_tensor(a, "cholesky"))
 
 
-def _th_eigh(th, x):
+def _th_eigh(th, x, upper=False):
     """Torch's eigenvectors with their signs turned to NumPy's (a constant per vector)."""
-    V = th.linalg.eigh(_lsym(th, x))[1]
-    d = np.sign((np.linalg.eigh(x.detach().numpy())[1] * V.detach().numpy()).sum(axis=-2))
+    V = th.linalg.eigh(_lsym(th, x, upper))[1]
+    d = np.sign((np.linalg.eigh(x.detach().numpy(), "U" if upper else "L")[1] * V.detach().numpy()).sum(axis=-2))
     return V * th.tensor(d)[..., None, :]
 
 
-def _eigvalsh_rule(ctx, g):
+def _eigvalsh_rule(ctx, g, upper=False):
     xp = ctx.xp
-    V = xp.eigh_vectors(ctx.saved[0])
-    return (_lower((V * g[..., None, :]) @ _T(V), xp),)
+    V = xp.eigh_vectors(ctx.saved[0], upper=upper)
+    return (_lower((V * g[..., None, :]) @ _T(V), xp, upper),)
 
 
-def _eigvalsh_jvp(ctx, t):
+def _eigvalsh_jvp(ctx, t, upper=False):
     xp = ctx.xp
-    V = xp.eigh_vectors(ctx.args[0])
-    return (V * (_sym_of_lower(t, xp) @ V)).sum(axis=-2)  # dw_i = v_iᵀ dA v_i
+    V = xp.eigh_vectors(ctx.args[0], upper=upper)
+    return (V * (_sym_of_lower(t, xp, upper) @ V)).sum(axis=-2)  # dw_i = v_iᵀ dA v_i
 
 
-def _eigen_gaps(xp, x):
+def _eigen_gaps(xp, x, upper):
     """E_ij = w_j - w_i for the eigenvalues w of ``x``; raises where eigenvalues repeat."""
-    w = xp.eigvalsh(x)
+    w = xp.eigvalsh(x, upper=upper)
     E = w[..., None, :] - w[..., :, None]  # 0 on the diagonal only when w is distinct
     n = w.shape[-1]
     if int((E == 0).sum()) > n * (E.size // (n * n) if n else 0):
@@ -204,51 +217,62 @@ def _eigen_gaps(xp, x):
     return E
 
 
-def _eigh_vectors_rule(ctx, g):
+def _eigh_vectors_rule(ctx, g, upper=False):
     xp = ctx.xp
     V = ctx.out
-    E = _eigen_gaps(xp, ctx.saved[0])
+    E = _eigen_gaps(xp, ctx.saved[0], upper)
     VtgV = _T(V) @ g
     skew = (VtgV - _T(VtgV)) * 0.5
     G = V @ (skew / xp.where(E == 0, 1.0, E)) @ _T(V)
-    return (_lower(G, xp),)
+    return (_lower(G, xp, upper),)
 
 
-def _eigh_vectors_jvp(ctx, t):
+def _eigh_vectors_jvp(ctx, t, upper=False):
     xp, V = ctx.xp, ctx.out  # dV = V (F ∘ Vᵀ dA V), F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it
-    E = _eigen_gaps(xp, ctx.args[0])
-    M = _T(V) @ _sym_of_lower(t, xp) @ V
+    E = _eigen_gaps(xp, ctx.args[0], upper)
+    M = _T(V) @ _sym_of_lower(t, xp, upper) @ V
     return V @ xp.where(E == 0, 0.0, M / xp.where(E == 0, 1.0, E))
 
 
-EIGVALSH = defop("eigvalsh", lambda xp, x: xp.linalg.eigvalsh(x), _eigvalsh_rule, save=(0,), kind="other",
-                 jvp=_eigvalsh_jvp,
-                 torch=lambda th, x: th.linalg.eigvalsh(_lsym(th, x)),
-                 samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)), Sample(rng.standard_normal((3, 3)))])
-EIGH_VECTORS = defop("eigh_vectors", lambda xp, x: xp.linalg.eigh(x)[1], _eigh_vectors_rule, save=(0,), save_out=True,
-                     kind="other", jvp=_eigh_vectors_jvp,
-                     samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2))],
-                     torch=lambda th, x: _th_eigh(th, x))
+def _upper_only(rng, *batch, n=3):
+    """A matrix whose upper triangle is ``_sym``'s and whose lower one is noise (UPLO="U" reads the upper)."""
+    return _sym(rng, *batch, n=n) + np.tril(rng.standard_normal(batch + (n, n)), -1)
+
+
+EIGVALSH = defop("eigvalsh", lambda xp, x, upper=False: xp.linalg.eigvalsh(x, UPLO="U" if upper else "L"),
+                 _eigvalsh_rule, save=(0,), kind="other", jvp=_eigvalsh_jvp,
+                 torch=lambda th, x, upper=False: th.linalg.eigvalsh(_lsym(th, x, upper)),
+                 samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)), Sample(rng.standard_normal((3, 3))),
+                                      Sample(rng.standard_normal((3, 3)), upper=True),
+                                      Sample(_upper_only(rng, 2, n=2), upper=True)])
+EIGH_VECTORS = defop("eigh_vectors", lambda xp, x, upper=False: xp.linalg.eigh(x, UPLO="U" if upper else "L")[1],
+                     _eigh_vectors_rule, save=(0,), save_out=True, kind="other", jvp=_eigh_vectors_jvp,
+                     samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)),
+                                          Sample(_upper_only(rng), upper=True), Sample(_upper_only(rng, 2, n=2), upper=True)],
+                     torch=lambda th, x, upper=False: _th_eigh(th, x, upper))
 
 
 @public(EIGVALSH, export=False, numpy=(np.linalg.eigvalsh,))
 @named("eigvalsh")
 def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
-    """The eigenvalues of each symmetric matrix, ascending (its lower triangle is read)."""
-    if UPLO != "L":
-        raise TypeError("eigvalsh: only UPLO='L' (NumPy's default) is supported on Tensors")
-    return run_op(EIGVALSH, as_tensor(a, "eigvalsh"))
+    """The eigenvalues of each symmetric matrix, ascending (its lower triangle is read; the upper with
+    ``UPLO="U"``, and the gradient is that triangle's)."""
+    upper = _uplo(UPLO, "eigvalsh")
+    a = as_tensor(a, "eigvalsh")
+    return run_op(EIGVALSH, a, upper=True) if upper else run_op(EIGVALSH, a)
 
 
 @public(EIGH_VECTORS, export=False, numpy=(np.linalg.eigh,))
 @named("eigh")
 def eigh(a, UPLO="L"):  # noqa: N803
     """``(eigenvalues, eigenvectors)`` of each symmetric matrix (NumPy's named tuple; the lower triangle
-    is read). The eigenvectors' gradient needs distinct eigenvalues: where they repeat, backward
-    raises a ValueError saying so (PyTorch returns inf/NaN there)."""
-    if UPLO != "L":
-        raise TypeError("eigh: only UPLO='L' (NumPy's default) is supported on Tensors")
+    is read; the upper with ``UPLO="U"``, and the gradient is that triangle's). The eigenvectors'
+    gradient needs distinct eigenvalues: where they repeat, backward raises a ValueError saying so
+    (PyTorch returns inf/NaN there)."""
+    upper = _uplo(UPLO, "eigh")
     a = as_tensor(a, "eigh")
+    if upper:
+        return EighResult(run_op(EIGVALSH, a, upper=True), run_op(EIGH_VECTORS, a, upper=True))
     return EighResult(run_op(EIGVALSH, a), run_op(EIGH_VECTORS, a))
 
 

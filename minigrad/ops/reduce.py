@@ -312,24 +312,57 @@ def std(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, 
 # -- max / min ------------------------------------------------------------------------------
 
 
+def _extreme_fwd(name):
+    """max's or min's forward: the values, and as ``aux`` the one-hot of PyTorch's ``dim=`` form
+    (True at the returned index along the axis, given as a second input) or None."""
+    def forward(xp, x, *index, axes, keepdims):
+        out = getattr(x, name)(axes, None, keepdims)
+        if not index:
+            return out, None
+        (axis,) = axes
+        pos = xp.arange(x.shape[axis]).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+        return out, pos == _kept(index[0], x.shape, axes, keepdims)
+
+    return forward
+
+
 def _extreme_rule(ctx, g, axes, keepdims):
-    (x,) = ctx.saved
     shape = ctx.meta[0][0]
+    g = _kept(g, shape, axes, keepdims)
+    if ctx.aux is not None:  # PyTorch's dim= form: the gradient goes to the returned index alone (a scatter)
+        return (ctx.xp.where(ctx.aux, g, 0.0),)
+    x = ctx.saved[0]
     mask = x == _kept(ctx.out, shape, axes, keepdims)
-    share = _kept(g, shape, axes, keepdims) / mask.sum(axis=axes, keepdims=True)
+    share = g / mask.sum(axis=axes, keepdims=True)
     return (ctx.xp.where(mask, share, 0.0),)  # ties share the gradient evenly
 
 
-def _extreme_jvp(ctx, t, axes, keepdims):
+def _extreme_jvp(ctx, t, *_, axes, keepdims):
+    if ctx.aux is not None:  # the tangent at the returned index (the rule's adjoint)
+        return ctx.xp.where(ctx.aux, t, 0.0).sum(axis=axes, keepdims=keepdims)
     x = ctx.args[0]
     mask = x == _kept(ctx.out, x.shape, axes, keepdims)  # the mean of the tied tangents: the rule's adjoint
     return ctx.xp.where(mask, t, 0.0).sum(axis=axes, keepdims=keepdims) / mask.sum(axis=axes, keepdims=keepdims)
 
 
-def _extreme_samples(rng):
-    return [Sample(rng.permutation(24).reshape(2, 3, 4) * 0.1, axes=(1,), keepdims=False),
-            Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True),
-            Sample(rng.permutation(36).reshape(3, 3, 4) * 0.1, axes=(2,), keepdims=False)]  # square output
+def _extreme_samples(arg):
+    """NumPy's form (``axes``), and PyTorch's ``dim=`` form (the index ``arg`` gives as a second input)."""
+    def samples(rng):
+        x, y = rng.permutation(24).reshape(2, 3, 4) * 0.1, rng.permutation(36).reshape(3, 3, 4) * 0.1
+        return [Sample(x, axes=(1,), keepdims=False),
+                Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True),
+                Sample(y, axes=(2,), keepdims=False),  # square output
+                Sample(x, arg(x, axis=1), axes=(1,), keepdims=False),
+                Sample(y, arg(y, axis=2, keepdims=True), axes=(2,), keepdims=True)]
+
+    return samples
+
+
+def _extreme_torch(amax, name):
+    def oracle(th, x, *index, axes, keepdims):
+        return getattr(th, name)(x, axes[0], keepdims).values if index else getattr(th, amax)(x, axes, keepdims)
+
+    return oracle
 
 
 def _arg_fn(op, name):
@@ -363,14 +396,16 @@ def _extreme_fn(op, name, indices):
         xd = x.data
         if xd.size == 0 and any(xd.shape[a] == 0 for a in axes):
             raise ValueError(f"{name}: zero-size reduction over axes {axes} of shape {xd.shape} has no identity")
-        values = x.clone() if not axes else run_op(op, x, axes=axes, keepdims=keepdims)
         if dim is NOARG or dim is None:
-            return values
-        return pair(values, indices(x, axis=axes[0], keepdims=keepdims))  # PyTorch's spelling, PyTorch's result
+            return x.clone() if not axes else run_op(op, x, axes=axes, keepdims=keepdims)
+        index = indices(x, axis=axes[0], keepdims=keepdims)  # PyTorch's spelling, PyTorch's result and gradient
+        return pair(run_op(op, x, index, axes=axes, keepdims=keepdims), index)
 
-    fn.__doc__ = (f"{name.capitalize()}imum over the given axes; the gradient is split evenly among ties.\n\n"
+    fn.__doc__ = (f"{name.capitalize()}imum over the given axes; the gradient is split evenly among ties "
+                  f"(``dim=``: it goes to the returned index, as PyTorch's).\n\n"
                   f"NumPy's spelling (``axis=``, a positional axis) returns the values; PyTorch's ``dim=`` (one "
-                  f"int) returns PyTorch's named pair ``(values, indices)``.\n\n"
+                  f"int) returns PyTorch's named pair ``(values, indices)``, whose gradient PyTorch sends to "
+                  f"``indices`` alone (a scatter), and so does minigrad's.\n\n"
                   f">>> values, indices = mg.tensor([[1.0, 5.0], [7.0, 2.0]]).{name}(dim=1)")
     return fn
 
@@ -378,8 +413,8 @@ def _extreme_fn(op, name, indices):
 # argmax / argmin: one axis (or none: the flat index); max / min: values, and PyTorch's (values,
 # indices) for ``dim=`` (``indices``: the row's argmax or argmin)
 ARG = Family("reduce", _arg_fn, named=True)
-EXTREME = Family("reduce", _extreme_fn, reads=("indices",), named=True, save=(0,), save_out=True, info=_axes_info,
-                 jvp=_extreme_jvp)
+EXTREME = Family("reduce", _extreme_fn, reads=("indices",), named=True, save=(0,), save_out=True, aux=True,
+                 info=_axes_info, jvp=_extreme_jvp)
 
 
 def _int64(xp, out):
@@ -390,12 +425,10 @@ argmax = row("argmax", lambda xp, x, axis, keepdims: _int64(xp, x.argmax(axis=ax
              family=ARG, numpy=(np.argmax,))
 argmin = row("argmin", lambda xp, x, axis, keepdims: _int64(xp, x.argmin(axis=axis, keepdims=keepdims)),
              family=ARG, numpy=(np.argmin,))
-max = row("max", lambda xp, x, axes, keepdims: x.max(axes, None, keepdims), _extreme_rule, family=EXTREME,  # noqa: A001
-          indices=argmax, samples=_extreme_samples, torch=lambda th, x, axes, keepdims: th.amax(x, axes, keepdims),
-          numpy=(np.max,))
-min = row("min", lambda xp, x, axes, keepdims: x.min(axes, None, keepdims), _extreme_rule, family=EXTREME,  # noqa: A001
-          indices=argmin, samples=_extreme_samples, torch=lambda th, x, axes, keepdims: th.amin(x, axes, keepdims),
-          numpy=(np.min,))
+max = row("max", _extreme_fwd("max"), _extreme_rule, family=EXTREME, indices=argmax,  # noqa: A001
+          samples=_extreme_samples(np.argmax), torch=_extreme_torch("amax", "max"), numpy=(np.max,))
+min = row("min", _extreme_fwd("min"), _extreme_rule, family=EXTREME, indices=argmin,  # noqa: A001
+          samples=_extreme_samples(np.argmin), torch=_extreme_torch("amin", "min"), numpy=(np.min,))
 
 ANY = defop("any", lambda xp, x, axis, keepdims: xp.asarray(x.any(axis=axis, keepdims=keepdims)), kind="reduce")
 ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, keepdims=keepdims)), kind="reduce")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._util import NOARG
+from .._xp import is_cupy_array
 from ..engine import run_op
 from ..tensor import Tensor
 from ._registry import Sample, as_tensor, composite, defop, linear, named, public
@@ -187,7 +188,12 @@ def diff(x, n=1, axis=-1, prepend=NOARG, append=NOARG):
 @named("average")
 def average(x, axis=None, weights=None, returned=False, *, keepdims=False):
     """The (weighted) average over ``axis``; ``returned=True`` also gives the sum of the weights.
-    Differentiable in ``x`` and ``weights``."""
+    Differentiable in ``x`` and ``weights``; NumPy's dtype (a list of weights is NumPy's array:
+    float64 for floats, as ``np.average`` reads it).
+
+    >>> np.average(mg.tensor([1.0, 3.0], dtype=mg.float32), weights=[1.0, 3.0]).dtype
+    dtype('float64')
+    """
     from .shape import broadcast_to
 
     x = as_tensor(x, "average")
@@ -200,7 +206,10 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False):
 
             return avg, full_like(avg, x.size / max(avg.size, 1))
         return avg
-    w = as_tensor(weights, "average")
+    w = _weights(weights, x)
+    kind = (np.float64,) if x.data.dtype.kind in "biu" else ()  # NumPy averages integers in float64 at least
+    dt = np.result_type(x.data.dtype, w.data.dtype, *kind)
+    x, w = (t if t.data.dtype == dt else t.astype(dt) for t in (x, w))
     if w.shape != x.shape:
         if axis is None or w.ndim != 1 or isinstance(axis, (tuple, list)):
             raise TypeError(f"average: weights of shape {w.shape} differ from a of shape {x.shape}; give axis= "
@@ -212,6 +221,16 @@ def average(x, axis=None, weights=None, returned=False, *, keepdims=False):
     if returned:
         return num / den, den
     return num / den
+
+
+def _weights(weights, x):
+    """``average``'s weights as a Tensor: a Tensor or an array as it is, anything else as NumPy's array
+    of it (``np.asarray``: a list of floats is float64), on ``x``'s device."""
+    if isinstance(weights, Tensor):
+        return weights
+    if isinstance(weights, np.ndarray) or is_cupy_array(weights):
+        return as_tensor(weights, "average")
+    return Tensor(np.asarray(weights), device=x.device)
 
 
 def _am(name, fn):
