@@ -122,6 +122,7 @@ class Profile:
         self.inputs: list[InputRecord] = []    # the leaves (and outside ops) they read
         self._pos = {}          # a Node's seq -> its position in records
         self._input_pos = {}    # id(leaf) or (seq, k) of an outside op -> its position in inputs
+        self._shared = {}       # the (shape, dtype) and (file, line) tuples records share
         self._last_forward = 0.0
 
     # -- context manager ---------------------------------------------------------------
@@ -160,11 +161,14 @@ class Profile:
             r.saved_bytes, r.n_out = node.saved_bytes, max(r.n_out, node.n_out)
             return
         r = OpRecord()
-        r.op, r.seq, r.meta, r.out_meta, r.n_out = node.op, node.seq, node.meta, node.out_meta, node.n_out
+        share = self._shared.setdefault  # a step's ops repeat shapes and lines: one tuple each
+        r.op, r.seq, r.n_out = node.op, node.seq, node.n_out
+        r.meta, r.out_meta = share(node.meta, node.meta), share(node.out_meta, node.out_meta)
         r.info, r.consts, r.saved_bytes = _plain_info(node.info), node.consts, node.saved_bytes
         r.inputs = self._edges(node.parents, node.meta)
         r.forward_s, r.backward_s = self._last_forward, 0.0
-        r.where = user_where()
+        w = user_where()
+        r.where = w if w is None else share(w, w)
         r.node = weakref.ref(node)
         self._pos[node.seq] = len(self.records)
         self.records.append(r)
