@@ -6,6 +6,12 @@ per call) and reports each Node it records (``recorded``: the bytes saved for ba
 backward times every gradient rule (``backward``). Outside a profile nothing is timed: the
 engine reads the Mode's empty tuple of observers and goes on.
 
+Beside the per-op totals, a profile keeps a record of each op it saw recorded (``records``, an
+``OpRecord`` each, and ``inputs``, the leaves and outside ops they read): name, shapes and dtypes,
+edges, attributes, times, ``file:line``. The record is written when the op is recorded and holds
+no array and no Node (only a weak reference to each), so ``mg.viz.html(profile)`` draws the
+profiled graph after the step's tensors are gone, as a training step leaves it.
+
 Forward time is the time of the array computation itself (wrapping and recording
 are not included); the block's wall time is reported beside it, so the
 framework's own overhead is the difference. The ops a gradient rule runs (with
@@ -18,9 +24,10 @@ import weakref
 
 from . import _state
 from .anomaly import user_where
+from .engine import Node as _Node
 from .tape import TextTable, fmt_bytes
 
-__all__ = ["Profile", "OpStats"]
+__all__ = ["Profile", "OpStats", "OpRecord", "InputRecord"]
 
 
 class OpStats:
@@ -46,6 +53,55 @@ class OpStats:
                 f"saved_bytes={self.saved_bytes})")
 
 
+class OpRecord:
+    """One op a profile saw recorded, written when it was recorded: what ``mg.viz.html(profile)``
+    draws. It keeps no array and no Node (a weak reference only), so it outlives the step's tensors.
+
+    ``op`` (its name), ``seq`` (the Node's creation number), ``inputs``: per input that requires
+    grad, ``(input index, source)``, the source ``("n", position, output index)`` (the op at that
+    position of ``profile.records``) or ``("l", j)`` (``profile.inputs[j]``: a leaf, or an op the
+    profile did not see recorded); ``meta``: per input its (shape, dtype), None for a constant;
+    ``out_meta``: the (first) output's (shape, dtype); ``n_out``; ``info``: the attributes the tape
+    shows (axis...) or None; ``consts``: ((input index, shape, dtype), ...) of the Tensor inputs that
+    need no grad, or None; ``saved_bytes``: saved for backward, when recorded; ``forward_s``,
+    ``backward_s``; ``where``: the user's (file, line) or None; ``node()``: the Node while it is
+    alive, else None.
+    """
+
+    __slots__ = ("op", "seq", "inputs", "meta", "out_meta", "n_out", "info", "consts", "saved_bytes",
+                 "forward_s", "backward_s", "where", "node")
+
+    def __repr__(self):
+        return f"<OpRecord {self.op} #{self.seq} -> {self.out_meta[0]}>"
+
+
+class InputRecord:
+    """A tensor that an op of the profile read and whose history the profile did not record: a leaf
+    (``op`` None; ``ref()`` the tensor while it is alive, else None; ``name`` its ``.name``), or
+    output ``k`` of an op recorded outside the profile (before its block, or by a gradient rule
+    with ``create_graph``): ``op`` its name, ``seq`` its creation number. ``shape``, ``dtype``."""
+
+    __slots__ = ("shape", "dtype", "name", "op", "seq", "k", "ref")
+
+    def __repr__(self):
+        what = "leaf" if self.op is None else f"output {self.k} of {self.op} #{self.seq}"
+        return f"<InputRecord {what} {self.shape} {self.dtype}>"
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _plain(v) -> bool:
+    return isinstance(v, _PLAIN) or (type(v) is tuple and all(_plain(x) for x in v))
+
+
+def _plain_info(info):
+    """The op's display attributes, anything but plain values (an array, a device) made text."""
+    if info is None or all(_plain(v) for v in info.values()):
+        return info
+    return {k: v if _plain(v) else str(v) for k, v in info.items()}
+
+
 class Profile:
     """A context manager collecting per-op calls, forward/backward time and bytes saved.
 
@@ -62,9 +118,11 @@ class Profile:
         self.wall_s = 0.0
         self._t0 = None
         self._active = False
-        # per recorded Node, for mg.viz.html(profile): [weakref, forward s, backward s, (file, line)]
-        self._nodes = []
-        self._index = {}        # id(node) -> its row in _nodes
+        self.records: list[OpRecord] = []      # per op recorded in the block, in the order they ran
+        self.inputs: list[InputRecord] = []    # the leaves (and outside ops) they read
+        self._pos = {}          # a Node's seq -> its position in records
+        self._input_pos = {}    # id(leaf) or (seq, k) of an outside op -> its position in inputs
+        self._shared = {}       # the (shape, dtype) and (file, line) tuples records share
         self._last_forward = 0.0
 
     # -- context manager ---------------------------------------------------------------
@@ -97,30 +155,94 @@ class Profile:
 
     def recorded(self, node) -> None:
         self._get(node.op).saved_bytes += node.saved_bytes
-        i = self._index.get(id(node))
-        if i is None or self._nodes[i][0]() is not node:  # an autograd.Function's Node comes twice
-            self._index[id(node)] = len(self._nodes)
-            self._nodes.append([weakref.ref(node), self._last_forward, 0.0, user_where()])
+        i = self._pos.get(node.seq)
+        if i is not None:  # an autograd.Function's Node comes twice: the second time, saved and outputs set
+            r = self.records[i]
+            r.saved_bytes, r.n_out = node.saved_bytes, max(r.n_out, node.n_out)
+            return
+        r = OpRecord()
+        share = self._shared.setdefault  # a step's ops repeat shapes and lines: one tuple each
+        r.op, r.seq, r.n_out = node.op, node.seq, node.n_out
+        r.meta, r.out_meta = share(node.meta, node.meta), share(node.out_meta, node.out_meta)
+        r.info, r.consts, r.saved_bytes = _plain_info(node.info), node.consts, node.saved_bytes
+        r.inputs = self._edges(node.parents, node.meta)
+        r.forward_s, r.backward_s = self._last_forward, 0.0
+        w = user_where()
+        r.where = w if w is None else share(w, w)
+        r.node = weakref.ref(node)
+        self._pos[node.seq] = len(self.records)
+        self.records.append(r)
+
+    def _edges(self, parents, meta) -> tuple:
+        """Per input that requires grad: (input index, source), read off the Node's parents."""
+        out = []
+        for i, p in enumerate(parents):
+            if p is None:
+                continue
+            if type(p) is tuple:
+                p, k = p
+            else:
+                k = 0
+            if type(p) is not _Node:  # a leaf
+                out.append((i, ("l", self._leaf(p, meta[i]))))
+                continue
+            j = self._pos.get(p.seq)
+            if j is None:  # recorded outside the profile
+                out.append((i, ("l", self._outside(p, k, meta[i]))))
+                continue
+            r = self.records[j]
+            if k >= r.n_out:  # the engine sets a multi-output op's n_out after reporting it
+                r.n_out = k + 1
+            out.append((i, ("n", j, k)))
+        return tuple(out)
+
+    def _leaf(self, t, meta) -> int:
+        j = self._input_pos.get(id(t))
+        if j is not None:
+            ref = self.inputs[j].ref
+            if ref is not None and ref() is t:
+                return j
+        try:
+            ref = weakref.ref(t)
+        except TypeError:
+            ref = None
+        name = getattr(t, "name", None)
+        return self._add_input(id(t), meta, name if isinstance(name, str) else None, None, None, 0, ref)
+
+    def _outside(self, node, k, meta) -> int:
+        j = self._input_pos.get((node.seq, k))
+        if j is not None:
+            return j
+        return self._add_input((node.seq, k), meta, None, node.op, node.seq, k, None)
+
+    def _add_input(self, key, meta, name, op, seq, k, ref) -> int:
+        x = InputRecord()
+        x.shape, x.dtype = meta if meta is not None else ((), None)
+        x.name, x.op, x.seq, x.k, x.ref = name, op, seq, k, ref
+        self._input_pos[key] = len(self.inputs)
+        self.inputs.append(x)
+        return len(self.inputs) - 1
 
     def backward(self, node, seconds: float, grads) -> None:
         s = self._get(node.op)
         s.backward_calls += 1
         s.backward_s += seconds
-        i = self._index.get(id(node))
-        if i is not None and self._nodes[i][0]() is node:
-            self._nodes[i][2] += seconds
+        i = self._pos.get(node.seq)
+        if i is not None:
+            self.records[i].backward_s += seconds
 
     def nodes(self) -> list[tuple]:
         """Per op recorded in the block whose Node is still alive, in the order they ran:
-        ``(node, forward_s, backward_s, (file, line))`` (``mg.viz.html(profile)`` draws them).
+        ``(node, forward_s, backward_s, (file, line))``. (``mg.viz.html(profile)`` draws
+        ``records``, which outlive the Nodes.)
 
         >>> [(n.op, f) for n, f, b, where in p.nodes()]
         """
         out = []
-        for ref, fwd, bwd, where in self._nodes:
-            n = ref()
+        for r in self.records:
+            n = r.node()
             if n is not None:
-                out.append((n, fwd, bwd, where))
+                out.append((n, r.forward_s, r.backward_s, r.where))
         return out
 
     # -- reading it ----------------------------------------------------------------------

@@ -184,3 +184,118 @@ def test_an_autograd_function_is_one_op_in_the_profile():
         y.sum().backward()
     assert p.stats["Square"].backward_calls == 1
     np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy())
+
+
+# -- the record (what mg.viz.html(profile) draws) ------------------------------------------------
+
+def _reachable(roots, limit=100_000):
+    """Every object reachable from ``roots`` through strong references (weak ones are not followed)."""
+    import gc
+
+    seen, stack, out = set(), list(roots), []
+    while stack and len(out) < limit:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, (type, type(gc))):
+            continue
+        seen.add(id(o))
+        out.append(o)
+        stack.extend(gc.get_referents(o))
+    return out
+
+
+def _mlp_train_step(keep=False):
+    """One training step of a small MLP (Linear, ReLU, Linear, cross_entropy, backward, SGD step)
+    under a profile, inside a function: when it returns, the step's tensors, its Nodes and (unless
+    ``keep``) the model are gone. Returns the profile and weak references to what must be gone."""
+    import weakref
+
+    rng = np.random.default_rng(0)
+    model = mg.nn.Sequential(mg.nn.Linear(4, 16), mg.nn.ReLU(), mg.nn.Linear(16, 3))
+    opt = mg.optim.SGD(model.parameters(), lr=0.1)
+    x = mg.tensor(rng.standard_normal((8, 4)).astype("float32"))
+    y = mg.tensor(rng.integers(0, 3, 8))
+    with mg.autograd.profile() as prof:
+        opt.zero_grad()
+        loss = mg.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    gone = [weakref.ref(loss), weakref.ref(loss.grad_fn)]
+    if not keep:
+        gone.append(weakref.ref(model[0].weight))
+    return (prof, gone, model) if keep else (prof, gone)
+
+
+def test_the_record_of_a_training_step_outlives_its_tensors():
+    import gc
+
+    prof, gone = _mlp_train_step()
+    gc.collect()
+    assert all(r() is None for r in gone)           # the profile kept nothing alive
+    assert prof.nodes() == []
+    recs = prof.records
+    assert [r.op for r in recs] == ["linear", "relu", "linear", "cross_entropy"]
+    assert [r.seq for r in recs] == sorted(r.seq for r in recs)
+    assert [r.out_meta[0] for r in recs] == [(8, 16), (8, 16), (8, 3), ()]
+    assert {str(r.out_meta[1]) for r in recs} == {"float32"}
+    assert [dict(r.inputs) for r in recs] == [     # input index -> the record or leaf it reads
+        {1: ("l", 0), 2: ("l", 1)}, {0: ("n", 0, 0)}, {0: ("n", 1, 0), 1: ("l", 2), 2: ("l", 3)}, {0: ("n", 2, 0)}]
+    assert recs[3].meta[1] is None and recs[3].consts[0][1:] == ((8,), np.dtype("int64"))  # the labels: no grad
+    assert recs[3].info == {"reduction": "mean"}
+    assert [(x.shape, str(x.dtype), x.op) for x in prof.inputs] == [
+        ((16, 4), "float32", None), ((16,), "float32", None), ((3, 16), "float32", None), ((3,), "float32", None)]
+    assert all(x.ref() is None for x in prof.inputs)
+    for r in recs:
+        assert r.forward_s > 0 and r.backward_s > 0 and r.node() is None
+        assert r.where[0] == __file__ and r.saved_bytes > 0
+    # no array, Tensor or Node is reachable from the record: only shapes, dtypes, names, numbers
+    from minigrad.engine import Node
+    held = _reachable([prof.records, prof.inputs])
+    assert not [o for o in held if isinstance(o, (mg.Tensor, Node)) or hasattr(o, "nbytes")]
+    table = prof.table()                             # the per-op table is unchanged
+    assert any(ln.split()[:2] == ["linear", "2"] for ln in table.splitlines())
+    assert {"linear", "relu", "cross_entropy"} <= set(prof.stats)
+    assert prof.stats["linear"].backward_calls == 2
+
+
+def test_the_record_reads_live_tensors_while_they_live():
+    prof, _, model = _mlp_train_step(keep=True)
+    w = model[0].weight
+    assert prof.inputs[0].ref() is w                # a weak reference: the page names it from params=
+    (r,) = [r for r in prof.records if r.op == "relu"]
+    assert r.node() is None
+
+
+def test_an_autograd_function_is_one_record_with_its_outputs():
+    class Two(mg.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2.0, x.exp()
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            (x,) = ctx.saved_tensors
+            return ga * 2.0 + gb * x.exp()
+
+    x = leaf((3, 2))
+    with mg.autograd.profile() as p:
+        a, b = Two.apply(x)
+        (a.sum() + b.sum()).backward()
+    ops = [r.op for r in p.records]
+    assert ops == ["Two", "sum", "sum", "add"]     # the Function's Node, reported twice, is one record
+    two = p.records[0]
+    assert two.n_out == 2 and two.saved_bytes == x.data.nbytes == p.stats["Two"].saved_bytes
+    assert dict(p.records[1].inputs) == {0: ("n", 0, 0)} and dict(p.records[2].inputs) == {0: ("n", 0, 1)}
+    assert two.backward_s > 0
+
+
+def test_an_op_recorded_before_the_block_is_an_input_of_the_record():
+    x = leaf((4,))
+    y = x.exp()                                      # recorded outside the profile
+    with mg.autograd.profile() as p:
+        z = (y * y).sum()
+    assert [r.op for r in p.records] == ["mul", "sum"]
+    (inp,) = p.inputs
+    assert (inp.op, inp.seq, inp.k, inp.shape) == ("exp", y.grad_fn.seq, 0, (4,))
+    assert dict(p.records[0].inputs) == {0: ("l", 0), 1: ("l", 0)}
+    assert z.grad_fn is p.records[1].node()

@@ -10,12 +10,14 @@ Chromium with the dev extra, and the dev extra has Playwright).
 """
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
 import shutil
 import subprocess
 import time
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +47,28 @@ def mlp_step(profiled=True):
         loss = mg.nn.functional.cross_entropy(model(x), y)  # the line the page names
         loss.backward()
     return model, loss, prof
+
+
+def train_step_profile(keep_model=False):
+    """One whole training step of a small MLP (zero_grad, forward, cross_entropy, backward, an SGD
+    step) profiled inside a function, as a training loop runs it: when it returns, the step's
+    tensors and Nodes (and, unless ``keep_model``, the model) are gone. Returns the profile, weak
+    references to what must be gone, and the model when kept."""
+    rng = np.random.default_rng(0)
+    model = mg.nn.Sequential(mg.nn.Linear(4, 16), mg.nn.ReLU(), mg.nn.Linear(16, 3))
+    opt = mg.optim.SGD(model.parameters(), lr=0.1)
+    x = mg.tensor(rng.standard_normal((8, 4)).astype("float32"))
+    y = mg.tensor(rng.integers(0, 3, 8))
+    with mg.autograd.profile() as prof:
+        opt.zero_grad()
+        loss = mg.nn.functional.cross_entropy(model(x), y)  # the line the page names
+        loss.backward()
+        opt.step()
+    gone = [weakref.ref(loss), weakref.ref(loss.grad_fn), weakref.ref(x)]
+    if not keep_model:
+        gone.append(weakref.ref(model[0].weight))
+    gc.collect()
+    return prof, gone, (model if keep_model else None)
 
 
 class Cell(mg.nn.Module):
@@ -109,6 +133,72 @@ def test_page_from_a_profile_has_times_and_file_line():
     assert all(here in r["created at"] for r in rows), [r["created at"] for r in rows]
 
 
+def test_page_from_a_profile_after_the_step_is_gone(tmp_path):
+    """The usual case: profile a training step, draw it afterwards. The page comes from what the
+    profile recorded (ops, shapes, edges, times, file:line), not from the Nodes, which are gone."""
+    prof, gone, _ = train_step_profile()
+    assert all(r() is None for r in gone) and prof.nodes() == []
+    path = tmp_path / "step.html"
+    page = mg.viz.html(prof, path)
+    assert path.read_text(encoding="utf-8") == page.source and page.n_ops == 4
+    d = page_json(page)
+    assert d["source"] == "profile" and d["title"] == "profiled graph of 4 ops"
+    ops = [n for n in d["nodes"] if n["k"] == "op"]
+    assert [n["name"] for n in ops] == ["linear", "relu", "linear", "cross_entropy"]
+    assert [n["sub"] for n in ops] == ["(8, 16) float32", "(8, 16) float32", "(8, 3) float32", "() float32"]
+    num = {id(n): i for i, n in enumerate(d["nodes"])}
+    leaves = {n["sub"]: num[id(n)] for n in d["nodes"] if n["k"] == "leaf"}
+    assert set(leaves) == {"(16, 4) float32", "(16,) float32", "(3, 16) float32", "(3,) float32"}
+    (out,) = [num[id(n)] for n in d["nodes"] if n["k"] == "out"]
+    edges = {(a, b): mark for a, b, mark in d["edges"]}
+    assert set(edges) == {(0, 1), (1, 2), (2, 3), (3, out), (leaves["(16, 4) float32"], 0),
+                          (leaves["(16,) float32"], 0), (leaves["(3, 16) float32"], 2), (leaves["(3,) float32"], 2)}
+    assert edges[(leaves["(16,) float32"], 0)].startswith("broadcast (16,) → (8, 16)")  # the bias: grad summed
+    ce = dict(ops[3]["rows"])
+    assert ce["input 0"] == "(8, 3) float32 ← #2 linear" and ce["input 1"] == "(8,) int64 (needs no grad)"
+    assert ce["attributes"] == "reduction=mean" and ce["output"] == "() float32"
+    assert "gone with the graph" in ce["saved for backward"]
+    here = f"{Path(__file__).name}:"
+    for n in ops:
+        rows = dict(n["rows"])
+        assert here in rows["created at"] and rows["forward"].endswith("s") and rows["backward"] != "not run"
+        assert n["val"] is None                      # values are not recorded: they are gone
+    leaf = dict(d["nodes"][leaves["(16, 4) float32"]]["rows"])
+    assert leaf["value, gradient"].startswith("gone")
+    table = prof.table()                             # and the profile's own table still reads
+    assert any(ln.split()[:2] == ["linear", "2"] for ln in table.splitlines()) and "cross_entropy" in table
+
+
+def test_page_from_a_profile_names_the_parameters_of_a_model_still_alive():
+    """The step's tensors are gone, the model is not: params= names its parameters and folds its
+    modules, and the leaves show their values and gradients."""
+    prof, gone, model = train_step_profile(keep_model=True)
+    assert all(r() is None for r in gone)
+    d = page_json(mg.viz.html(prof, params=model))
+    leaves = {n["name"]: n for n in d["nodes"] if n["k"] == "leaf"}
+    assert set(leaves) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    g = leaves["0.weight"]["grad"]
+    assert g["norm"] == pytest.approx(float(np.linalg.norm(np.asarray(model[0].weight.grad.numpy()))), rel=1e-5)
+    assert leaves["0.weight"]["val"]["n"] == 64
+    assert [f["name"] for f in d["folds"] if f["kind"] == "module"] == ["0 · Linear", "2 · Linear"]
+    ops = {n["name"]: dict(n["rows"]) for n in d["nodes"] if n["k"] == "op"}
+    assert ops["relu"]["input 0"] == "(8, 16) float32 ← #0 linear"
+    assert ops["linear"]["input 1"] == "(3, 16) float32 ← 2.weight"   # the second linear (the last of the name)
+
+
+def test_page_from_a_profile_draws_an_op_recorded_before_it_as_an_input():
+    x = mg.tensor(np.ones((3, 2)), requires_grad=True)
+    h = x.exp()                                      # before the block
+    with mg.autograd.profile() as prof:
+        loss = (h * 2.0).sum()
+    del loss
+    d = page_json(mg.viz.html(prof))
+    assert [n["name"] for n in d["nodes"] if n["k"] == "op"] == ["mul", "sum"]
+    (inp,) = [n for n in d["nodes"] if n["k"] == "leaf"]
+    assert inp["name"] == f"exp #{h.grad_fn.seq}" and inp["sub"] == "(3, 2) float64"
+    assert "outside the profile" in dict(inp["rows"])["recorded"]
+
+
 def test_page_from_a_list_of_outputs_and_from_a_compiled_step():
     x = mg.tensor(np.ones((3, 2)), requires_grad=True)
     a, b = (x * 2).sum(), (x.exp()).mean()
@@ -170,7 +260,7 @@ def test_errors_name_the_function():
         mg.viz.html("loss")
     with pytest.raises(TypeError, match="viz.html: path must be"):
         mg.viz.html(mg.tensor([1.0], requires_grad=True).sum(), path=3)
-    with pytest.raises(ValueError, match="viz.html: the profile"):
+    with pytest.raises(ValueError, match="viz.html: the profile recorded no op"):
         mg.viz.html(mg.autograd.profile())
 
 
@@ -332,6 +422,23 @@ def test_mlp_step_page_in_a_browser(browser, tmp_path):
     page.click("#fit")
     IMG.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(IMG / "graph-page-mlp.png"))
+    assert not errors
+    page.close()
+
+
+def test_page_of_a_gone_training_step_in_a_browser(browser, tmp_path):
+    """The page of a profile whose tensors are gone opens and shows what the profile recorded."""
+    prof, gone, _ = train_step_profile()
+    assert all(r() is None for r in gone)
+    mg.viz.html(prof, tmp_path / "gone.html")
+    page, errors, requests, _ = _open(browser, tmp_path / "gone.html")
+    assert not errors and not requests
+    assert page.locator("g.node").count() == 9      # 4 ops, 4 parameters, the output
+    page.locator("g.node", has_text="cross_entropy").click()
+    assert page.text_content("#detail-name") == "cross_entropy"
+    rows = page.text_content("#detail-rows")
+    assert "(8, 3) float32 ← #2 linear" in rows and "test_viz_html.py:" in rows and "forward" in rows
+    assert page.locator("path.edge.hot").count() >= 1
     assert not errors
     page.close()
 

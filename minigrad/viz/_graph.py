@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ._labels import module_of
-from ._read import collect, is_node, root_of
+from ._read import collect, is_node, profile_parts, root_of
 
 
 class Graph:
@@ -15,7 +15,7 @@ class Graph:
     input of op ``i``, source ``("n", pos, output index)`` or ``("l", leaf#)``.
     ``leaves``: leaf tensors in first-use order. ``roots``: (tensor, pos or None, output
     index). ``consumers[i]``: how many drawn inputs (and roots) op ``i`` feeds. A root may
-    also be a Node (the graph page draws a profile's ops that way).
+    also be a Node. ``Graph.of_profile(p)`` reads a profile's record instead of live Nodes.
     """
 
     def __init__(self, roots):
@@ -34,6 +34,26 @@ class Graph:
                 self.leaves.append(r)
             elif p is not None:
                 self.consumers[p] += 1
+
+    @classmethod
+    def of_profile(cls, p) -> "Graph":
+        """The ops a profile recorded, read from its record (``_read.profile_parts``), so whether
+        or not the step's tensors are still alive. Its roots are the ops whose output no recorded
+        op read, each root's tensor the op itself (a ``RecordOp``); ``leaves`` may hold
+        ``GoneInput`` records where the tensors are gone."""
+        g = cls.__new__(cls)
+        ops, g.ins, g.leaves, g.pos = profile_parts(p)
+        g.ops = ops
+        g.consumers = [0] * len(ops)
+        g._leaf_pos = {id(x): j for j, x in enumerate(g.leaves)}
+        for row in g.ins:
+            for _, s in row:
+                if s[0] == "n":
+                    g.consumers[s[1]] += 1
+        g.roots = [(o, i, 0) for i, o in enumerate(ops) if not g.consumers[i]]
+        for _, i, _ in g.roots:
+            g.consumers[i] += 1
+        return g
 
     def _source(self, p, k, is_node) -> tuple:
         if is_node:

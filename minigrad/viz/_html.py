@@ -114,8 +114,9 @@ def html(t, path=None, params=None, highlight=None, title: str | None = None) ->
 
     Args:
         t: a Tensor, a list of Tensors (one graph for all), a ``mg.autograd.profile()``
-            result (the ops it recorded that are still alive, with their times and
-            ``file:line``), or a compiled step's ``step.tape()`` (its array steps).
+            result (the ops it recorded, with their times and ``file:line``, drawn from the
+            profile's record: the step's tensors may be gone), or a compiled step's
+            ``step.tape()`` (its array steps).
         path: where to write the page (``.html``); None writes nothing.
         params: names for parameters (a Module, ``dict(model.named_parameters())`` or
             (name, Tensor) pairs); a Module's submodules fold into boxes.

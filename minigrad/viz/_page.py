@@ -13,7 +13,7 @@ from collections import Counter
 from . import _labels as L
 from . import _style as S
 from ._graph import Graph, modules, names_of
-from ._read import (Op, fmt_bytes, fmt_where, grad_of, is_node, is_profile, is_program, op_kind, profile_nodes,
+from ._read import (fmt_bytes, fmt_where, grad_of, is_gone, is_node, is_profile, is_program, op_kind,
                     program_parts, root_of)
 
 LIMIT = 60   # the most boxes one level shows: the top, or the inside of an open fold
@@ -24,22 +24,17 @@ def page_data(src, params=None, highlight=None, title=None) -> dict:
     """What the page draws, from a tensor, a list of them, a profile or a compiled program."""
     if is_program(src):
         return _program_data(program_parts(src), title)
-    timing = {}
     if is_profile(src):
-        rows = profile_nodes(src)
-        if not rows:
-            raise ValueError("viz.html: the profile holds no recorded op that is still alive (keep the "
-                             "outputs, e.g. the loss, referenced while you draw it)")
-        timing = {id(n): (f, b, w) for n, f, b, w in rows}
-        used = {id(p) for n, _, _, _ in rows for _, p, _, node in Op(n).inputs() if node}
-        roots = [n for n, _, _, _ in rows if id(n) not in used]
-    else:
-        roots = list(src) if isinstance(src, (list, tuple)) else [src]
-        for r in roots:
-            if not hasattr(r, "shape") and not is_node(r):
-                raise TypeError(f"viz.html: expected a Tensor, a list of Tensors, a mg.autograd.profile() "
-                                f"result or a compiled step's step.tape(), got {type(r).__name__}")
-    return _Page(roots, params, highlight, title, timing).data()
+        if not src.records:
+            raise ValueError("viz.html: the profile recorded no op (were any run inside its block, with "
+                             "an input that requires grad and grad mode on?)")
+        return _Page(Graph.of_profile(src), params, highlight, title, profiled=True).data()
+    roots = list(src) if isinstance(src, (list, tuple)) else [src]
+    for r in roots:
+        if not hasattr(r, "shape") and not is_node(r):
+            raise TypeError(f"viz.html: expected a Tensor, a list of Tensors, a mg.autograd.profile() "
+                            f"result or a compiled step's step.tape(), got {type(r).__name__}")
+    return _Page(Graph(roots), params, highlight, title).data()
 
 
 # -- summaries ------------------------------------------------------------------------------------
@@ -204,11 +199,11 @@ def _by_last(units) -> list:
 # -- a recorded graph ------------------------------------------------------------------------------
 
 class _Page:
-    def __init__(self, roots, params, highlight, title, timing):
-        self.g = Graph(roots)
+    def __init__(self, g, params, highlight, title, profiled=False):
+        self.g = g
         self.names, self.kinds = names_of(params, self.g.leaves)
         self.mods, self.group = modules(self.g, self.names)
-        self.timing = timing
+        self.profiled = profiled
         self.title = title
         self.select, self.anomaly = self._highlight(highlight)
 
@@ -252,7 +247,7 @@ class _Page:
                 if p is not None:
                     vals.setdefault((p, k), t)
         for r, p, k in g.roots:
-            if p is not None and not is_node(r):
+            if p is not None and hasattr(r, "shape"):  # a tensor (not a Node, nor a profile's record)
                 vals[(p, k)] = r
                 grads[(p, k)] = grad_of(r)
         return vals, grads
@@ -272,7 +267,7 @@ class _Page:
         for r, p, k in g.roots:
             if p is None:
                 continue
-            out = g.ops[p].out_meta if k == 0 or is_node(r) else (r.shape, r.dtype)
+            out = g.ops[p].out_meta if k == 0 or not hasattr(r, "shape") else (r.shape, r.dtype)
             node = {"k": "out", "name": "output", "sub": _desc(*out), "cls": "out", "f": -1,
                     "rows": [["output", f"{k} of op #{p} ({g.ops[p].op})"], ["shape, dtype", _desc(*out)]]}
             node["val"] = summary(vals.get((p, k)))
@@ -281,8 +276,8 @@ class _Page:
             edges.append([p, len(nodes), 0])
             nodes.append(node)
         folds = self._folds(nodes)
-        kind = "profile" if self.timing else "graph"
-        title = self.title or f"{'profiled ' if self.timing else ''}graph of {n} ops"
+        kind = "profile" if self.profiled else "graph"
+        title = self.title or f"{'profiled ' if self.profiled else ''}graph of {n} ops"
         return {"title": str(title), "source": kind, "nodes": nodes, "edges": edges, "folds": folds,
                 "select": self.select, "stats": {"ops": n, "leaves": n_leaves}}
 
@@ -298,16 +293,20 @@ class _Page:
             if m is not None:
                 s = srcs.get(inp)
                 frm = "" if s is None else (f" ← #{s[1]} {g.ops[s[1]].op}" if s[0] == "n" else
-                                            f" ← {self.names.get(id(g.leaves[s[1]]), 'leaf')}")
+                                            f" ← {self._leaf_name(s[1]) or 'leaf'}")
                 rows.append([f"input {inp}", _desc(*m) + frm])
         for inp, cshape, cdtype in op.consts or ():
             rows.append([f"input {inp}", _desc(cshape, cdtype) + " (needs no grad)"])
         out = _desc(shape, dtype) + (f" (first of {op.n_out} outputs)" if op.n_out > 1 else "")
         rows.append(["output", out])
-        t = self.timing.get(id(op.node))
-        where = op.where or (t[2] if t else None)
+        t = op.timing
+        where = op.where
         rows.append(["created at", fmt_where(where) if where else _NO_WHERE])
-        rows.append(["saved for backward", "freed by backward" if op.freed else fmt_bytes(op.saved_bytes)])
+        if op.gone:  # a profile's record of an op whose Node (and what it saved) is gone
+            saved = f"{fmt_bytes(op.saved_bytes)} when recorded, gone with the graph"
+        else:
+            saved = "freed by backward" if op.freed else fmt_bytes(op.saved_bytes)
+        rows.append(["saved for backward", saved])
         if t:
             rows.append(["forward", _fmt_s(t[0])])
             rows.append(["backward", _fmt_s(t[1]) if t[1] else "not run"])
@@ -325,15 +324,34 @@ class _Page:
             node["anom"] = self.anomaly[1]
         return node
 
-    def _leaf(self, j, uses) -> dict:
+    def _leaf_name(self, j) -> str | None:
+        """A leaf's name (``params=`` or its ``.name``); for an op a profile saw only as an input,
+        that op."""
         leaf = self.g.leaves[j]
         name = self.names.get(id(leaf))
+        if name is None and is_gone(leaf) and leaf.op is not None:
+            name = f"{leaf.op} #{leaf.seq}" + (f" output {leaf.k}" if leaf.k else "")
+        return name
+
+    def _leaf(self, j, uses) -> dict:
+        leaf = self.g.leaves[j]
+        name = self._leaf_name(j)
         desc = L.tensor_desc(leaf).replace("\n", " ")
+        node = {"k": "leaf", "name": name or "leaf", "sub": desc, "cls": "leaf", "f": -1}
+        if is_gone(leaf):  # what a profile recorded of an input whose tensor is gone
+            if leaf.op is None:
+                rows = [["leaf", name or "(unnamed)"], ["shape, dtype", desc], ["requires grad", "True"],
+                        ["used by", f"{uses} ops"], ["value, gradient", "gone: the tensor was freed after the profile"]]
+            else:
+                rows = [["input", f"output {leaf.k} of {leaf.op} (#{leaf.seq} overall)"], ["shape, dtype", desc],
+                        ["recorded", "outside the profile: before its block, or by a gradient rule"],
+                        ["used by", f"{uses} ops"]]
+            node.update(rows=rows, val=None, grad=None, bad=0, badv=0)
+            return node
         rows = [["leaf", name or "(unnamed)"], ["shape, dtype", desc],
                 ["requires grad", str(bool(getattr(leaf, "requires_grad", False)))], ["used by", f"{uses} ops"]]
         grad = getattr(leaf, "grad", None)
-        node = {"k": "leaf", "name": name or "leaf", "sub": desc, "cls": "leaf", "f": -1, "rows": rows,
-                "val": summary(leaf), "grad": summary(grad)}
+        node.update(rows=rows, val=summary(leaf), grad=summary(grad))
         node["bad"] = int(_bad(node["grad"]))
         node["badv"] = int(_bad(node["val"]))
         if grad is None:

@@ -15,8 +15,9 @@ the op registry):
 * ``fmt_bytes(n)``: byte counts the way the tape prints them.
 * for the graph page (``mg.viz.html``): ``is_node(x)``, ``Op.where`` (the user's ``file:line``,
   recorded in anomaly mode), ``Op.out_array()`` and ``Op.saved_tensors()`` (values the rule kept),
-  ``fmt_where``, ``is_profile(x)`` / ``profile_nodes(p)`` (a profile's Nodes, timings and
-  ``file:line``), ``is_program(x)`` / ``program_parts(x)`` (a compiled step's ``step.tape()``).
+  ``fmt_where``, ``is_profile(x)`` / ``profile_parts(p)`` (what a profile recorded: ``RecordOp``
+  views of its ops, their edges, their inputs, drawn whether or not the tensors are alive),
+  ``is_program(x)`` / ``program_parts(x)`` (a compiled step's ``step.tape()``).
 """
 from __future__ import annotations
 
@@ -88,9 +89,44 @@ def is_profile(x) -> bool:
     return isinstance(x, _Profile)
 
 
-def profile_nodes(p) -> list[tuple]:
-    """(node, forward s, backward s, (file, line) or None) per live op the profile recorded."""
-    return p.nodes()
+def profile_parts(p) -> tuple:
+    """What a profile recorded, read from its record alone: (ops, ins, leaves, live).
+
+    ``ops``: a ``RecordOp`` per op, in the order they ran; ``ins[i]``: (input index, source) per
+    recorded input of op ``i``, the source ``("n", position, output index)`` or ``("l", j)``;
+    ``leaves[j]``: the leaf tensor while it is alive, else a ``GoneInput`` (also standing for an
+    op recorded outside the profile); ``live``: id(Node) -> position for the Nodes still alive
+    (what ``highlight=`` and value summaries find). Holds those Nodes while the caller does."""
+    ops, ins, live = [], [], {}
+    for i, r in enumerate(p.records):
+        n = r.node()
+        if n is not None:
+            live[id(n)] = i
+        ops.append(RecordOp(r, n))
+        ins.append(list(r.inputs))
+    leaves = []
+    for x in p.inputs:
+        t = x.ref() if x.ref is not None else None
+        leaves.append(t if t is not None else GoneInput(x))
+    return ops, ins, leaves, live
+
+
+class GoneInput:
+    """A profile's input whose tensor is gone (or an op recorded outside the profile): what was
+    recorded of it, read the way a leaf tensor is (``shape``, ``dtype``, ``name``, no value)."""
+
+    __slots__ = ("shape", "dtype", "name", "op", "seq", "k")
+    layout = "strided"
+    data = grad = None
+    requires_grad = True
+
+    def __init__(self, x):
+        self.shape, self.dtype, self.name, self.op, self.seq, self.k = x.shape, x.dtype, x.name, x.op, x.seq, x.k
+
+
+def is_gone(leaf) -> bool:
+    """Whether a graph's leaf is a ``GoneInput`` (what a profile recorded of it), not a tensor."""
+    return type(leaf) is GoneInput
 
 
 def is_program(x) -> bool:
@@ -123,6 +159,8 @@ class Op:
     freed = property(lambda self: bool(self.node.freed), doc="saved arrays released after backward")
     saved_bytes = property(lambda self: self.node.saved_bytes, doc="bytes saved for backward")
     where = property(lambda self: self.node.__dict__.get("where"), doc="(file, line) in anomaly mode, else None")
+    timing = None  # (forward s, backward s) from a profile's record (RecordOp)
+    gone = False   # whether the Node is gone (RecordOp)
 
     def out_array(self):
         """The output's array when the rule kept it (and backward has not released it), else None."""
@@ -142,6 +180,41 @@ class Op:
         """The output tensor when ``retain_grad()`` was called on it, else None."""
         r = self.node.retain
         return r() if r is not None else None
+
+
+class RecordOp(Op):
+    """One op as a profile recorded it (``profile.OpRecord``), read like ``Op``: the record gives
+    name, shapes, attributes, times and ``file:line``; the Node, while it is alive, its values."""
+
+    __slots__ = ("rec",)
+
+    def __init__(self, rec, node=None):
+        self.rec, self.node = rec, node
+
+    op = property(lambda self: self.rec.op)
+    meta = property(lambda self: self.rec.meta)
+    out_meta = property(lambda self: self.rec.out_meta)
+    info = property(lambda self: self.rec.info)
+    consts = property(lambda self: self.rec.consts)
+    n_out = property(lambda self: self.rec.n_out)
+    seq = property(lambda self: self.rec.seq)
+    where = property(lambda self: self.rec.where)
+    timing = property(lambda self: (self.rec.forward_s, self.rec.backward_s))
+    gone = property(lambda self: self.node is None, doc="the Node is gone: its saved values with it")
+    freed = property(lambda self: self.node is None or bool(self.node.freed))
+    saved_bytes = property(lambda self: self.rec.saved_bytes if self.node is None else self.node.saved_bytes)
+
+    def out_array(self):
+        return None if self.node is None else Op.out_array(self)
+
+    def saved_tensors(self) -> list:
+        return [] if self.node is None else Op.saved_tensors(self)
+
+    def inputs(self) -> list:
+        raise TypeError("RecordOp.inputs: a profile's edges are in profile_parts' ins")
+
+    def retained(self):
+        return None if self.node is None else Op.retained(self)
 
 
 class Ops:
