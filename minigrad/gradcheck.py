@@ -513,13 +513,19 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
         fast: compare, per input, one random projection ``vᵀ J u`` instead of the full Jacobian;
             on a failure the full check runs for the message.
         locate: on a mismatch, begin the error message with the first op of ``fn`` whose rule,
-            checked alone in the failing mode and order, is wrong (``mg.autograd.check_ops`` at
-            order 1): its name, its position on the tape, the ``file:line`` that created it.
+            checked alone along the failing composition (its outermost mode the one the numbers
+            point at), is wrong (``mg.autograd.check_ops`` at order 1): its name, its position on
+            the tape, the ``file:line`` that created it.
         modes: "rev" (backward) and/or "fwd" (forward mode: JVPs through dual levels, also held
             to the reverse mode through <u, Jᵀv> = <Ju, v>).
-        order: 1 to 3: each order up to ``order`` is checked in each mode, lowest first. Order
-            ``k + 1`` checks the derivative function of order ``k``: ``(x, v) -> J(x)ᵀv`` in
-            reverse mode, ``(x, u) -> J(x)u`` in forward mode (forward over forward).
+        order: 1 to 3, lowest first. Order ``k + 1`` checks a derivative function of order ``k``:
+            ``(x, v) -> J(x)ᵀv`` (reverse mode) or ``(x, u) -> J(x)u`` (forward mode). With one
+            mode, that mode over itself (rev over rev, fwd over fwd). With both, every
+            composition: each derivative function of order ``k`` (built by either mode at each
+            step, each built once) checked in both modes: 4 at order 2 (rev over rev, fwd over
+            rev, rev over fwd, fwd over fwd), 8 at order 3. A failure names its composition,
+            outermost first ("mode fwd, order 2, fwd over rev": forward mode applied to the
+            reverse-mode derivative), also ``GradcheckError.composition``, ``("fwd", "rev")``.
 
     Returns:
         True when the derivatives agree.
@@ -620,6 +626,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
 
     In reverse mode the second order is the gradcheck of ``(inputs, v) -> vᵀ J(inputs)``;
     ``grad_outputs`` (random when None) are those ``v`` (extra differentiable inputs). In forward
-    mode it is the forward-mode gradcheck of ``(inputs, u) -> J(inputs) u``.
+    mode it is the forward-mode gradcheck of ``(inputs, u) -> J(inputs) u``. With both modes each
+    of those two functions is checked in both modes (the four compositions of ``gradcheck``).
     """
     return _gradcheck(fn, inputs, (eps, atol, rtol), raise_exception, fast, locate, modes, 2, grad_outputs)
