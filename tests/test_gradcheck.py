@@ -497,6 +497,8 @@ def test_a_rule_wrong_only_in_rev_over_fwd_is_caught_and_named():
     assert (e.mode, e.suspect, e.composition) == ("fwd", "rev", ("fwd", "fwd"))
     assert "forward and reverse mode disagree (mode fwd, order 2, fwd over fwd)" in str(e)
     assert "(reverse mode, rev over fwd)" in str(e)
+    # locate checks the op alone along rev over fwd (the suspect outermost), not rev over rev
+    assert str(e).startswith("op 'UnrecordedJvp'") and "(rev over fwd)" in str(e).splitlines()[0]
 
 
 def test_each_planted_rule_fails_its_own_composition():
