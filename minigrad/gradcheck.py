@@ -15,6 +15,7 @@ analytic side with the rules on Tensors, so the two paths of a rule are held to 
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
@@ -121,13 +122,16 @@ def _float64(xp, a):
     return t
 
 
-def _dual(x, t):
-    """``x`` carrying the tangent ``t`` (a Tensor of x's values' shape) at the innermost level.
+def _dual(x, t, into):
+    """``x`` carrying the tangent ``t`` (a Tensor of x's values' shape) at the innermost level, to be
+    passed to the function checked ``into`` (a _Subject).
 
-    Made with grad mode on, so the dual view of an ``x`` that requires grad is on its tape and
-    requires grad too, even where the caller runs under ``no_grad``: a reverse-mode derivative
-    function differentiated in forward mode (fwd over rev) takes gradients with respect to it."""
-    with enable_grad():
+    When that function is built on a reverse-mode derivative (fwd over rev, fwd over fwd over
+    rev...), which takes gradients with respect to its inputs, the dual view is made with grad mode
+    on, so that the view of an ``x`` that requires grad is on its tape and requires grad too even
+    where the caller runs under ``no_grad``. Elsewhere nothing records it (no cost to forward over
+    forward)."""
+    with enable_grad() if "rev" in into.chain else contextlib.nullcontext():
         if _is_sparse(x):
             if hasattr(x, "_make_dual"):  # a sparse primal's tangent: its indices, these values
                 return _fw.make_dual(x, x._grad_like(t))
@@ -243,7 +247,7 @@ class _Subject:
         args = list(self.inputs)
         i = self.diff[pos]
         with no_grad(), _fw.dual_level():
-            args[i] = _dual(args[i], _wrap(u))
+            args[i] = _dual(args[i], _wrap(u), self)
             return [_flat(_tangent(o).data) for o in _outputs(self.fn, args)]
 
     def fwd_projection(self, pos):
@@ -315,7 +319,7 @@ def _fwd_derived(s):
         xs, ts = list(args[:n]), args[n:]
         with _fw.dual_level():
             for i, t in zip(diff, ts, strict=True):
-                xs[i] = _dual(xs[i], t)
+                xs[i] = _dual(xs[i], t, s)
             return tuple(_tangent(o) for o in _outputs(fn, xs))
 
     names = s.names + [f"the tangent of {s.names[i]}" for i in diff]
