@@ -1,15 +1,22 @@
 """Check derivatives against central finite differences in float64: in reverse mode (backward)
 and in forward mode (JVPs through dual levels), to order 3.
 
-Order 1 checks ``fn``'s Jacobian. Order ``k + 1`` checks the Jacobian of the derivative function
-of order ``k``: in reverse mode ``(x, v) -> J(x)ᵀ v`` (backward with ``create_graph``); in forward
-mode ``(x, u) -> J(x) u`` (the tangent a dual level gives), so forward-mode orders nest dual
-levels (forward over forward) and never differentiate in reverse. Forward mode is also held to
-the reverse mode through ⟨u, Jᵀv⟩ = ⟨Ju, v⟩ (JAX's check). At order 2 and above the finite
+Order 1 checks ``fn``'s Jacobian. Order ``k + 1`` checks the Jacobian of a derivative function
+of order ``k``: the reverse-mode one ``(x, v) -> J(x)ᵀ v`` (backward with ``create_graph``) or the
+forward-mode one ``(x, u) -> J(x) u`` (the tangent a dual level gives). With one mode, each order
+checks that mode over the same mode's derivative (reverse over reverse; forward over forward,
+nested dual levels that never differentiate in reverse). With both modes, order ``k`` checks every
+*composition*: each derivative function of order ``k - 1`` (built by either mode at each step)
+checked in each mode, 2, 4, 8 paths at orders 1, 2, 3; a composition is written outermost first
+("fwd over rev": forward mode applied to the reverse-mode derivative). Forward mode is also held
+to the reverse mode through ⟨u, Jᵀv⟩ = ⟨Ju, v⟩ (JAX's check). At order 2 and above the finite
 differences evaluate the lower order's function with the rules on arrays (first order), the
 analytic side with the rules on Tensors, so the two paths of a rule are held to each other.
 """
 from __future__ import annotations
+
+import contextlib
+import itertools
 
 import numpy as np
 
@@ -28,16 +35,26 @@ class GradcheckError(MinigradError, RuntimeError):
     """Analytic and numeric derivatives disagree (raised by gradcheck / gradgradcheck).
 
     Attributes (None where they do not apply): ``mode`` ("rev" or "fwd"), ``order`` (1 to 3),
-    ``input`` (the position among the inputs of the function checked at that order: ``fn``'s at
-    order 1), ``name`` (that input's name in the message: "input 0", "the tangent of input 0"...),
-    ``element``, ``output``, ``analytic``, ``numeric``."""
+    ``composition`` (the modes of the path checked, outermost first, ``order`` of them:
+    ``("fwd", "rev")`` is forward mode applied to the reverse-mode derivative, "fwd over rev";
+    ``composition[0] == mode``; ``(mode,)`` at order 1), ``input`` (the position among the inputs
+    of the function checked at that order: ``fn``'s at order 1), ``name`` (that input's name in the
+    message: "input 0", "the tangent of input 0"...), ``element``, ``output``, ``analytic``,
+    ``numeric``, ``suspect`` (the mode whose rules the numbers point at: ``mode``, or "rev" when
+    forward mode agrees with finite differences and not with the reverse mode)."""
 
     def __init__(self, message="", *, mode=None, order=None, input=None, name=None, element=None,  # noqa: A002
-                 output=None, analytic=None, numeric=None, suspect=None):
+                 output=None, analytic=None, numeric=None, suspect=None, composition=None):
         super().__init__(message)
         self.mode, self.order, self.input, self.name, self.element = mode, order, input, name, element
         self.output, self.analytic, self.numeric = output, analytic, numeric
         self.suspect = suspect or mode  # the mode whose rules the numbers point at (locate checks it)
+        self.composition = tuple(composition) if composition else ((mode,) if mode else None)
+
+
+def _over(composition):
+    """A composition's name: ``("fwd", "rev")`` -> "fwd over rev"."""
+    return " over ".join(composition)
 
 
 # ---------------------------------------------------------------------------
@@ -105,13 +122,21 @@ def _float64(xp, a):
     return t
 
 
-def _dual(x, t):
-    """``x`` carrying the tangent ``t`` (a Tensor of x's values' shape) at the innermost level."""
-    if _is_sparse(x):
-        if hasattr(x, "_make_dual"):  # a sparse primal's tangent: its indices, these values
-            return _fw.make_dual(x, x._grad_like(t))
-        return x._with_values(_fw.make_dual(x._grad_target(), t))
-    return _fw.make_dual(x, t)
+def _dual(x, t, into):
+    """``x`` carrying the tangent ``t`` (a Tensor of x's values' shape) at the innermost level, to be
+    passed to the function checked ``into`` (a _Subject).
+
+    When that function is built on a reverse-mode derivative (fwd over rev, fwd over fwd over
+    rev...), which takes gradients with respect to its inputs, the dual view is made with grad mode
+    on, so that the view of an ``x`` that requires grad is on its tape and requires grad too even
+    where the caller runs under ``no_grad``. Elsewhere nothing records it (no cost to forward over
+    forward)."""
+    with enable_grad() if "rev" in into.chain else contextlib.nullcontext():
+        if _is_sparse(x):
+            if hasattr(x, "_make_dual"):  # a sparse primal's tangent: its indices, these values
+                return _fw.make_dual(x, x._grad_like(t))
+            return x._with_values(_fw.make_dual(x._grad_target(), t))
+        return _fw.make_dual(x, t)
 
 
 def _tangent(o):
@@ -132,9 +157,10 @@ class _Subject:
     differentiable inputs, names for its inputs and outputs (for messages). Its numeric
     derivatives are kept, so the two modes at order 1 share them."""
 
-    def __init__(self, fn, inputs, diff, names, out_name, order, seed):
+    def __init__(self, fn, inputs, diff, names, out_name, order, seed, chain=()):
         self.fn, self.inputs, self.diff, self.names, self.out_name = fn, inputs, diff, names, out_name
         self.order, self.seed = order, seed
+        self.chain = chain  # the modes that derived it from fn, outermost first (() for fn itself)
         self._columns = {}
         self._dirs = None
         self._numeric = {}
@@ -143,6 +169,10 @@ class _Subject:
 
     def outputs(self):
         return _outputs(self.fn, self.inputs)
+
+    def composition(self, mode):
+        """The path checked when this function is checked in ``mode``, outermost first."""
+        return (mode, *self.chain)
 
     def shape_of(self, i):
         return tuple(_values_array(self.inputs[i]).shape)
@@ -217,7 +247,7 @@ class _Subject:
         args = list(self.inputs)
         i = self.diff[pos]
         with no_grad(), _fw.dual_level():
-            args[i] = _dual(args[i], _wrap(u))
+            args[i] = _dual(args[i], _wrap(u), self)
             return [_flat(_tangent(o).data) for o in _outputs(self.fn, args)]
 
     def fwd_projection(self, pos):
@@ -274,7 +304,7 @@ def _rev_derived(s, grad_outputs=None):
     names = s.names + [f"the cotangent of {s.out_name(j)}" for j in range(len(outs))]
     new_diff = list(diff) + [n + j for j, v in enumerate(vs) if v.requires_grad]
     return _Subject(vjp, list(s.inputs) + vs, new_diff, names,
-                    lambda j: f"the gradient of {s.names[diff[j]]}", s.order + 1, s.seed + 1)
+                    lambda j: f"the gradient of {s.names[diff[j]]}", s.order + 1, s.seed + 1, ("rev", *s.chain))
 
 
 def _fwd_derived(s):
@@ -289,12 +319,12 @@ def _fwd_derived(s):
         xs, ts = list(args[:n]), args[n:]
         with _fw.dual_level():
             for i, t in zip(diff, ts, strict=True):
-                xs[i] = _dual(xs[i], t)
+                xs[i] = _dual(xs[i], t, s)
             return tuple(_tangent(o) for o in _outputs(fn, xs))
 
     names = s.names + [f"the tangent of {s.names[i]}" for i in diff]
     return _Subject(jvp, list(s.inputs) + us, list(diff) + list(range(n, n + len(diff))), names,
-                    lambda j: f"the tangent of {s.out_name(j)}", s.order + 1, s.seed + 1)
+                    lambda j: f"the tangent of {s.out_name(j)}", s.order + 1, s.seed + 1, ("fwd", *s.chain))
 
 
 # ---------------------------------------------------------------------------
@@ -302,14 +332,29 @@ def _fwd_derived(s):
 # ---------------------------------------------------------------------------
 
 
-def _order_note(mode, order):
-    if order == 1:
+_IN = {"rev": "reverse mode", "fwd": "forward mode"}
+_OF = {"rev": "reverse-mode derivative", "fwd": "forward-mode derivative"}
+_FORMULA = {"rev": "(x, v) -> J(x)ᵀv", "fwd": "(x, u) -> J(x)u"}
+
+
+def _tag(s, mode):
+    """"mode fwd, order 2, fwd over rev": the mode, the order and (above order 1) the composition."""
+    tag = f"mode {mode}, order {s.order}"
+    return tag if s.order == 1 else f"{tag}, {_over(s.composition(mode))}"
+
+
+def _order_note(s, mode):
+    """What the function checked at ``s.order`` is, for a message: the path that built it."""
+    if s.order == 1:
         return ""
-    if mode == "rev":
-        return (f"; order {order} differentiates, in reverse mode, the reverse-mode derivative of order "
-                f"{order - 1}, (x, v) -> J(x)ᵀv")
-    return (f"; order {order} differentiates, in forward mode, the forward-mode derivative of order "
-            f"{order - 1}, (x, u) -> J(x)u (nested dual levels)")
+    inner = s.chain[0]
+    note = (f"; order {s.order} differentiates, in {_IN[mode]}, the {_OF[inner]} of order {s.order - 1}, "
+            f"{_FORMULA[inner]}")
+    for j, m in enumerate(s.chain[1:]):
+        note += f", built on the {_OF[m]} of order {s.order - 2 - j}"
+    if mode == "fwd" and set(s.chain) == {"fwd"}:
+        note += " (nested dual levels)"
+    return note
 
 
 def _rev_jacobian(s):
@@ -366,11 +411,11 @@ def _compare_columns(s, mode, column, tol):
                     sparse = ", stored values of a sparse tensor" if _is_sparse(x) else ""
                     raise GradcheckError(
                         f"gradcheck: Jacobian mismatch for {s.names[i]} (shape {s.shape_of(i)}{sparse}) at element "
-                        f"{where}, {s.out_name(oi)} element {oidx}, in {_WHAT[mode]} (mode {mode}, order {s.order}): "
+                        f"{where}, {s.out_name(oi)} element {oidx}, in {_WHAT[mode]} ({_tag(s, mode)}): "
                         f"analytic {float(a[j])!r}, numeric {float(col[j])!r} "
-                        f"(atol={atol}, rtol={rtol}, eps={eps}){_order_note(mode, s.order)}",
+                        f"(atol={atol}, rtol={rtol}, eps={eps}){_order_note(s, mode)}",
                         mode=mode, order=s.order, input=i, name=s.names[i], element=where, output=(oi, oidx),
-                        analytic=float(a[j]), numeric=float(col[j]))
+                        analytic=float(a[j]), numeric=float(col[j]), composition=s.composition(mode))
 
 
 def _full(s, mode, tol):
@@ -395,11 +440,12 @@ def _projection_error(s, mode, pos, analytic, numeric, tol, against="finite diff
     eps, atol, rtol = tol
     i = s.diff[pos]
     return GradcheckError(
-        f"gradcheck (fast): the directional derivative (mode {mode}, order {s.order}: {_WHAT[mode]}) along a "
+        f"gradcheck (fast): the directional derivative ({_tag(s, mode)}: {_WHAT[mode]}) along a "
         f"random direction u of {s.names[i]} (shape {s.shape_of(i)}), projected on random output weights v, disagrees with "
         f"{against}: analytic {analytic!r}, numeric {numeric!r} (atol={atol}, rtol={rtol}, eps={eps})"
-        f"{_order_note(mode, s.order)}",
-        mode=mode, order=s.order, input=i, name=s.names[i], analytic=analytic, numeric=numeric)
+        f"{_order_note(s, mode)}",
+        mode=mode, order=s.order, input=i, name=s.names[i], analytic=analytic, numeric=numeric,
+        composition=s.composition(mode))
 
 
 def _fast(s, mode, tol):
@@ -420,14 +466,15 @@ def _agree_with_rev(s, tol, checked):
         f, r = s.fwd_projection(pos), s.rev_projections()[pos]
         if not abs(f - r) <= atol + rtol * abs(f):
             i = s.diff[pos]
-            how = "reverse over forward" if s.order > 1 else "backward"
+            how = _over(s.composition("rev")) if s.order > 1 else "backward"
             raise GradcheckError(
-                f"gradcheck: forward and reverse mode disagree (mode fwd, order {s.order}) for {s.names[i]} "
+                f"gradcheck: forward and reverse mode disagree ({_tag(s, 'fwd')}) for {s.names[i]} "
                 f"(shape {s.shape_of(i)}): <J u, v> = {f!r} (forward mode), <u, Jᵀ v> = {r!r} (reverse mode, "
                 f"{how}) for random u, v (atol={atol}, rtol={rtol})"
                 + ("; the forward mode agrees with finite differences, so the reverse mode is wrong" if checked
-                   else "") + _order_note("fwd", s.order),
-                mode="fwd", order=s.order, input=i, name=s.names[i], analytic=f, numeric=r, suspect="rev")
+                   else "") + _order_note(s, "fwd"),
+                mode="fwd", order=s.order, input=i, name=s.names[i], analytic=f, numeric=r, suspect="rev",
+                composition=s.composition("fwd"))
 
 
 def _check(s, mode, fast, tol, fallback):
@@ -470,13 +517,19 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
         fast: compare, per input, one random projection ``vᵀ J u`` instead of the full Jacobian;
             on a failure the full check runs for the message.
         locate: on a mismatch, begin the error message with the first op of ``fn`` whose rule,
-            checked alone in the failing mode and order, is wrong (``mg.autograd.check_ops`` at
-            order 1): its name, its position on the tape, the ``file:line`` that created it.
+            checked alone along the failing composition (its outermost mode the one the numbers
+            point at), is wrong (``mg.autograd.check_ops`` at order 1): its name, its position on
+            the tape, the ``file:line`` that created it.
         modes: "rev" (backward) and/or "fwd" (forward mode: JVPs through dual levels, also held
             to the reverse mode through <u, Jᵀv> = <Ju, v>).
-        order: 1 to 3: each order up to ``order`` is checked in each mode, lowest first. Order
-            ``k + 1`` checks the derivative function of order ``k``: ``(x, v) -> J(x)ᵀv`` in
-            reverse mode, ``(x, u) -> J(x)u`` in forward mode (forward over forward).
+        order: 1 to 3, lowest first. Order ``k + 1`` checks a derivative function of order ``k``:
+            ``(x, v) -> J(x)ᵀv`` (reverse mode) or ``(x, u) -> J(x)u`` (forward mode). With one
+            mode, that mode over itself (rev over rev, fwd over fwd). With both, every
+            composition: each derivative function of order ``k`` (built by either mode at each
+            step, each built once) checked in both modes: 4 at order 2 (rev over rev, fwd over
+            rev, rev over fwd, fwd over fwd), 8 at order 3. A failure names its composition,
+            outermost first ("mode fwd, order 2, fwd over rev": forward mode applied to the
+            reverse-mode derivative), also ``GradcheckError.composition``, ``("fwd", "rev")``.
 
     Returns:
         True when the derivatives agree.
@@ -489,7 +542,34 @@ def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, 
     return _gradcheck(fn, inputs, (eps, atol, rtol), raise_exception, fast, locate, modes, order, None)
 
 
-def _gradcheck(fn, inputs, tol, raise_exception, fast, locate, modes, order, grad_outputs, fallback=True):
+def _compositions(modes, order, only=None):
+    """The compositions checked, in order, outermost mode first: at each order ``k``, each derivative
+    function of order ``k - 1`` (its chain of modes; those built by one mode first) checked in each
+    of ``modes`` in turn. One mode: only that mode over itself. ``only``: the suffixes of that one
+    composition (the path to it), lowest order first."""
+    for k in range(1, order + 1):
+        if only is not None:
+            yield tuple(only[len(only) - k:])
+            continue
+        for chain in sorted(itertools.product(modes, repeat=k - 1), key=lambda c: len(set(c)) > 1):
+            for mode in modes:
+                yield (mode, *chain)
+
+
+def _subject(subjects, chain, grad_outputs):
+    """The derivative function built along ``chain`` (outermost first) from ``subjects[()]``, built once
+    per prefix and kept in ``subjects`` (a loop over the chain: at most 2 steps)."""
+    for j in range(len(chain) - 1, -1, -1):
+        key = chain[j:]
+        if key not in subjects:
+            inner = subjects[key[1:]]
+            subjects[key] = (_rev_derived(inner, grad_outputs if not key[1:] else None) if key[0] == "rev"
+                             else _fwd_derived(inner))
+    return subjects[chain]
+
+
+def _gradcheck(fn, inputs, tol, raise_exception, fast, locate, modes, order, grad_outputs, fallback=True,
+               only=None):
     modes = _modes(modes)
     if order not in (1, 2, 3):
         raise ValueError(f"gradcheck: order must be 1, 2 or 3, got {order!r}")
@@ -499,31 +579,28 @@ def _gradcheck(fn, inputs, tol, raise_exception, fast, locate, modes, order, gra
     diff = [i for i, x in enumerate(inputs) if (isinstance(x, Tensor) or _is_sparse(x)) and x.requires_grad]
     if not diff:
         raise ValueError("gradcheck: no input requires grad")
-    top = _top(fn, inputs, diff)
-    at = dict.fromkeys(modes, top)
+    subjects = {(): _top(fn, inputs, diff)}
     try:
-        for k in range(1, order + 1):
-            for mode in modes:
-                if k > 1:
-                    at[mode] = _rev_derived(at[mode], grad_outputs if k == 2 else None) if mode == "rev" \
-                        else _fwd_derived(at[mode])
-                _check(at[mode], mode, fast, tol, fallback and raise_exception)
+        for mode, *chain in _compositions(modes, order, only):
+            _check(_subject(subjects, tuple(chain), grad_outputs), mode, fast, tol, fallback and raise_exception)
     except GradcheckError as e:
         if not raise_exception:
             return False
         if locate:
-            found = _locate(fn, inputs, e.suspect, e.order, tol)
+            found = _locate(fn, inputs, (e.suspect, *e.composition[1:]), tol)
             if found is not None:
                 e.args = (f"{found}\n{e.args[0]}",)
         raise
     return True
 
 
-def _locate(fn, inputs, mode, order, tol):
-    """The first op whose rule alone disagrees (in ``mode``, to ``order``), as a sentence (or None)."""
+def _locate(fn, inputs, path, tol):
+    """The first op whose rules alone disagree along ``path`` (a composition, outermost first: the
+    failing one with its outermost mode the suspect's), as a sentence (or None)."""
     from . import check  # noqa: PLC0415 - loaded on a failure only
 
     eps, atol, rtol = tol
+    mode, order = path[0], len(path)
     try:
         if order == 1:
             row = check.check_ops(fn, *inputs, eps=eps, atol=atol, rtol=rtol, mode=mode).first_failure
@@ -535,10 +612,12 @@ def _locate(fn, inputs, mode, order, tol):
     for position, call in calls:
         try:
             f, leaves = check.alone(call)
-            _gradcheck(f, leaves, tol, True, True, False, (mode,), order, None, fallback=False)
+            _gradcheck(f, leaves, tol, True, True, False, tuple(dict.fromkeys(path)), order, None, fallback=False,
+                       only=path)
         except GradcheckError as e:
+            over = f" ({_over((e.suspect, *e.composition[1:]))})" if e.order > 1 else ""
             return (f"op {check.op_name(call)!r} (position {position} on the tape) at {check.fmt_where(call.where)}: "
-                    f"its {_WHAT[mode]} derivative of order {e.order} is wrong for {e.name} of the op: analytic "
+                    f"its {_WHAT[e.suspect]} derivative of order {e.order} is wrong{over} for {e.name} of the op: analytic "
                     f"{e.analytic:.6g}, numeric {e.numeric:.6g} (the first op whose rules, checked alone, disagree)")
         except Exception:  # noqa: BLE001, S112 - an op that cannot run alone is passed over
             continue
@@ -551,6 +630,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-3,
 
     In reverse mode the second order is the gradcheck of ``(inputs, v) -> vᵀ J(inputs)``;
     ``grad_outputs`` (random when None) are those ``v`` (extra differentiable inputs). In forward
-    mode it is the forward-mode gradcheck of ``(inputs, u) -> J(inputs) u``.
+    mode it is the forward-mode gradcheck of ``(inputs, u) -> J(inputs) u``. With both modes each
+    of those two functions is checked in both modes (the four compositions of ``gradcheck``).
     """
     return _gradcheck(fn, inputs, (eps, atol, rtol), raise_exception, fast, locate, modes, 2, grad_outputs)

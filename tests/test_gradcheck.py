@@ -393,3 +393,177 @@ def test_order_2_holds_a_rules_tensor_path_to_its_array_path():
             with pytest.raises(mg.GradcheckError, match=f"mode {mode}, order 2") as ei:
                 mg.gradcheck(lambda a, op=op: run_op(op, a), x, modes=mode, order=2, fast=fast)
             assert str(ei.value).startswith(f"op '{op.name}'")
+
+
+# -- mixed compositions: both modes from order 2 -----------------------------------------------------
+
+def _compositions_checked(monkeypatch):
+    """Record the composition (outermost mode first) of every check gradcheck runs."""
+    import sys
+
+    gc = sys.modules["minigrad.gradcheck"]
+    seen = []
+    check = gc._check
+
+    def recording(s, mode, *rest):
+        seen.append(s.composition(mode))
+        return check(s, mode, *rest)
+
+    monkeypatch.setattr(gc, "_check", recording)
+    return seen
+
+
+def test_both_modes_check_the_four_compositions_of_order_2(monkeypatch):
+    """sin, x * y and matmul pass rev over rev, fwd over rev, rev over fwd and fwd over fwd; one mode
+    alone checks only that mode over itself, as before."""
+    seen = _compositions_checked(monkeypatch)
+    x, y = leaf((2, 3), 40), leaf((2, 3), 41)
+    w = leaf((3, 4), 42)
+    cases = [(mg.sin, (x,)), (lambda a, b: a * b, (x, y)), (lambda a, b: a @ b, (x, w))]
+    for fn, xs in cases:
+        for fast in (False, True):
+            seen.clear()
+            assert mg.gradcheck(fn, xs, modes=("rev", "fwd"), order=2, fast=fast)
+            assert seen == [("rev",), ("fwd",),
+                            ("rev", "rev"), ("fwd", "rev"), ("rev", "fwd"), ("fwd", "fwd")]
+    for mode in ("rev", "fwd"):
+        seen.clear()
+        assert mg.gradcheck(mg.sin, x, modes=mode, order=2)
+        assert seen == [(mode,), (mode, mode)]
+    seen.clear()
+    assert mg.gradgradcheck(lambda a, b: a * b, (x, y), modes=("rev", "fwd"), grad_outputs=mg.tensor(np.ones((2, 3))))
+    assert len(seen) == 6
+
+
+class DropsTangentInBackward(Square):
+    """x * x whose backward reads x's primal, without its tangent: right to first order, and
+    differentiated again in reverse (no dual level is open there), but the tangent of its gradient
+    (fwd over rev: what hvp and hessian compute) loses x's part."""
+
+    @staticmethod
+    def backward(ctx, g):
+        from minigrad.autograd import forward_ad as fwAD
+
+        (x,) = ctx.saved_tensors
+        return 2 * fwAD.unpack_dual(x).primal * g
+
+
+class UnrecordedJvp(Square):
+    """x * x whose JVP runs under no_grad: right in forward mode to every order (tangents pass
+    through no_grad), but the reverse mode of the JVP (rev over fwd) sees a constant."""
+
+    @staticmethod
+    def jvp(ctx, u):
+        (x,) = ctx.saved_tensors
+        with mg.no_grad():
+            return 2 * x * u
+
+
+def test_a_rule_wrong_only_in_fwd_over_rev_is_caught_and_named():
+    x = leaf((3,), 43)
+    assert mg.gradcheck(DropsTangentInBackward.apply, x, modes="rev", order=2)   # rev over rev
+    assert mg.gradcheck(DropsTangentInBackward.apply, x, modes="fwd", order=2)   # fwd over fwd (+ rev over fwd)
+    for fast in (False, True):
+        with pytest.raises(mg.GradcheckError) as ei:
+            mg.gradcheck(DropsTangentInBackward.apply, x, modes=("rev", "fwd"), order=2, fast=fast)
+        e = ei.value
+        assert (e.mode, e.order, e.composition, e.input, e.element) == ("fwd", 2, ("fwd", "rev"), 0, (0,))
+        msg = str(e)
+        assert "Jacobian mismatch for input 0" in msg and "element (0,)" in msg
+        assert "(mode fwd, order 2, fwd over rev)" in msg
+        assert "in forward mode, the reverse-mode derivative of order 1" in msg
+        # located: the op alone, along the same composition
+        assert msg.startswith("op 'DropsTangentInBackward' (position 0 on the tape)")
+        assert "derivative of order 2 is wrong (fwd over rev)" in msg.splitlines()[0]
+        assert e.analytic == 0.0 and abs(e.numeric) > 1e-3  # x's part of the tangent of 2 x g is lost
+    assert mg.gradcheck(DropsTangentInBackward.apply, x, modes=("rev", "fwd"), order=2,
+                        raise_exception=False) is False
+
+
+def test_a_rule_wrong_only_in_rev_over_fwd_is_caught_and_named():
+    x = leaf((3,), 44)
+    assert mg.gradcheck(UnrecordedJvp.apply, x, modes="rev", order=2)
+    for fast in (False, True):
+        with pytest.raises(mg.GradcheckError) as ei:
+            mg.gradcheck(UnrecordedJvp.apply, x, modes=("rev", "fwd"), order=2, fast=fast)
+        e = ei.value
+        assert (e.mode, e.order, e.composition, e.input) == ("rev", 2, ("rev", "fwd"), 0)
+        assert "(mode rev, order 2, rev over fwd)" in str(e)
+        assert str(e).startswith("op 'UnrecordedJvp'") and "(rev over fwd)" in str(e).splitlines()[0]
+    # forward mode alone sees it too, through <u, Jᵀv> = <Ju, v>: it names the reverse composition
+    with pytest.raises(mg.GradcheckError) as ei:
+        mg.gradcheck(UnrecordedJvp.apply, x, modes="fwd", order=2)
+    e = ei.value
+    assert (e.mode, e.suspect, e.composition) == ("fwd", "rev", ("fwd", "fwd"))
+    assert "forward and reverse mode disagree (mode fwd, order 2, fwd over fwd)" in str(e)
+    assert "(reverse mode, rev over fwd)" in str(e)
+    # locate checks the op alone along rev over fwd (the suspect outermost), not rev over rev
+    assert str(e).startswith("op 'UnrecordedJvp'") and "(rev over fwd)" in str(e).splitlines()[0]
+
+
+def test_each_planted_rule_fails_its_own_composition():
+    """Four rules, four compositions: the first composition that fails names the rule's fault."""
+    x = leaf((3,), 45)
+    want = {DetachedCubeJ: ("rev", "rev"), DropsTangentInBackward: ("fwd", "rev"),
+            UnrecordedJvp: ("rev", "fwd"), WrongJvp: ("fwd",), WrongBackward: ("rev",)}
+    for cls, comp in want.items():
+        with pytest.raises(mg.GradcheckError) as ei:
+            mg.gradcheck(cls.apply, x, modes=("rev", "fwd"), order=2, locate=False)
+        assert ei.value.composition == comp, cls.__name__
+        assert ei.value.composition[0] == ei.value.mode and ei.value.order == len(comp)
+
+
+def test_order_1_errors_carry_a_composition_of_one_mode():
+    x = leaf((2, 4), 46)
+    with pytest.raises(mg.GradcheckError) as ei:
+        mg.gradcheck(WrongAt.apply, x, locate=False)
+    assert ei.value.composition == ("rev",)
+    assert " over " not in str(ei.value)
+
+
+def test_order_3_with_both_modes_checks_the_eight_compositions(monkeypatch):
+    seen = _compositions_checked(monkeypatch)
+    x, y = leaf((2,), 47), leaf((2,), 48)
+    assert mg.gradcheck(lambda a, b: (a * b).sin(), (x, y), modes=("rev", "fwd"), order=3)
+    third = [c for c in seen if len(c) == 3]
+    assert len(seen) == 2 + 4 + 8 and len(set(third)) == 8
+    assert third[:4] == [("rev", "rev", "rev"), ("fwd", "rev", "rev"), ("rev", "fwd", "fwd"), ("fwd", "fwd", "fwd")]
+    seen.clear()
+    assert mg.gradcheck(lambda a, b: (a * b).sin(), (x, y), modes=("rev", "fwd"), order=3, fast=True)
+    assert len(seen) == 14
+
+
+class CubeThroughDroppedTangent(mg.autograd.Function):
+    """x^3 whose rules call DropsTangentInBackward (x * x): right to order 2 in every composition; at
+    order 3, the one that runs that op's backward inside a dual level (fwd over rev over rev) is wrong."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 3 * g * DropsTangentInBackward.apply(x)
+
+    @staticmethod
+    def jvp(ctx, u):
+        (x,) = ctx.saved_tensors
+        return 3 * u * DropsTangentInBackward.apply(x)
+
+
+def test_order_3_names_a_mixed_composition():
+    x = leaf((3,), 49)
+    assert mg.gradcheck(CubeThroughDroppedTangent.apply, x, modes=("rev", "fwd"), order=2)
+    for mode in ("rev", "fwd"):
+        assert mg.gradcheck(CubeThroughDroppedTangent.apply, x, modes=mode, order=3)
+    for fast in (False, True):
+        with pytest.raises(mg.GradcheckError) as ei:
+            mg.gradcheck(CubeThroughDroppedTangent.apply, x, modes=("rev", "fwd"), order=3, fast=fast)
+        e = ei.value
+        assert (e.mode, e.order, e.composition) == ("fwd", 3, ("fwd", "rev", "rev"))
+        assert "(mode fwd, order 3, fwd over rev over rev)" in str(e)
+        # the op on fn's tape is the cube (the x * x inside its rules is not on it), checked alone along the path
+        assert str(e).startswith("op 'CubeThroughDroppedTangent'")
+        assert "derivative of order 3 is wrong (fwd over rev over rev)" in str(e).splitlines()[0]
