@@ -1,5 +1,5 @@
 """Every op in the registry, from its own sample inputs: gradcheck in float64 in both modes (reverse
-and forward) to order 2, values, gradients and forward-mode tangents against PyTorch (``torch.func.jvp``)
+and forward) to order 2, in the four compositions (rev over rev, fwd over rev, rev over fwd, fwd over fwd), values, gradients and forward-mode tangents against PyTorch (``torch.func.jvp``)
 where PyTorch has the op. An op registered without samples fails here, and so does one without a
 forward-mode rule (naming it). The whole file runs again under MINIGRAD_DEVICE=fakecuda (conftest's device)."""
 import numpy as np
@@ -93,7 +93,8 @@ MODES = ("rev", "fwd")
 @pytest.mark.parametrize("name", DIFF)
 def test_gradcheck_both_modes_to_order_2(name, device):
     """Order 1: the full Jacobian in reverse and forward mode (forward mode also held to the reverse
-    through <u, Jᵀv> = <Ju, v>). Order 2: reverse over reverse and forward over forward, as random
+    through <u, Jᵀv> = <Ju, v>). Order 2: the four compositions (reverse over reverse, forward over
+    reverse, reverse over forward, forward over forward: gradcheck with both modes), as random
     projections (fast=True: a tenth of the full check's time; a failure reruns the full check for
     its message). A missing forward-mode rule raises naming the op."""
     op = REG[name]
