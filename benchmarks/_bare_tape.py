@@ -180,12 +180,12 @@ class ET:
         t = _op1(self, out, _et_tanh_rule, None)
         if t.node is not None:
             t.node.saved = (out,)  # the output's array (not the Tensor: no cycle); the rule wraps it
-            t.node.vers = ((t.ver, 0),)
+            t.node.saved_versions = ((t.ver, 0),)
         return t
 
 
 class ENode:
-    __slots__ = ("rule", "parents", "meta", "saved", "vers", "seq", "g")
+    __slots__ = ("rule", "parents", "meta", "saved", "saved_versions", "seq", "g")
 
 
 _eseq = [0]
@@ -208,12 +208,12 @@ def _node(rule, parents, meta, saved):
     n.meta = meta
     n.saved = saved
     if saved is None:
-        n.vers = ()
+        n.saved_versions = ()
     elif len(saved) == 2:
         x, y = saved
-        n.vers = ((x.ver, x.ver[0]), (y.ver, y.ver[0]))
+        n.saved_versions = ((x.ver, x.ver[0]), (y.ver, y.ver[0]))
     else:
-        n.vers = ((saved[0].ver, saved[0].ver[0]),)
+        n.saved_versions = ((saved[0].ver, saved[0].ver[0]),)
     n.seq = _eseq[0]
     _eseq[0] += 1
     n.g = None
@@ -294,7 +294,7 @@ class EngineTape:
         for n in order:
             g = n.g
             n.g = None
-            for cell, v in n.vers:
+            for cell, v in n.saved_versions:
                 if cell[0] != v:
                     raise RuntimeError("modified in place")
             for p, gi, (shape, dtype) in zip(n.parents, n.rule(g, n.saved), n.meta, strict=True):
@@ -378,7 +378,7 @@ def cross_entropy(z, target):
     if z.rg and _mode.get():
         t.node = node = _node(_ce_rule, (z.node or z,), ((zd.shape, zd.dtype),), None)
         node.saved = (target, s)
-        node.vers = ((z.ver, z.ver[0]),)  # the logits are saved for the second order
+        node.saved_versions = ((z.ver, z.ver[0]),)  # the logits are saved for the second order
         t.rg = True
     return t
 

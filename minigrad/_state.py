@@ -111,14 +111,14 @@ def capture():
     return None
 
 
-def kernel(fn, *args):
+def array_step(fn, *args):
     """``fn(*args)``: an array step that does not go through ``run_op`` (a random draw, a gradient
     added into ``.grad``, an optimizer's update). A capture records it, to call it again on
     replay with the arguments of that moment (arrays it made, tensors and objects it reads live)."""
     if active:
         c = capture()
         if c is not None:
-            return c.kernel(fn, args)
+            return c.array_step(fn, args)
     return fn(*args)
 
 

@@ -178,7 +178,7 @@ class _Anomaly:
         for i, (p, g) in enumerate(zip(node.parents, gs, strict=False)):
             if p is None or g is None:
                 continue
-            count = _bad_count(g.data if hasattr(g, "_rg") else g)  # a Tensor, or (first order) an array
+            count = _bad_count(g.data if hasattr(g, "_requires_grad") else g)  # a Tensor, or (first order) an array
             if count:
                 self._raise_backward(node, i, count, g)
 

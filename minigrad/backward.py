@@ -41,7 +41,7 @@ def run_backward(tensors, grads, retain_graph=False, create_graph=False, results
         _walk(order, on_tensors, retain_graph, results, leaves)  # it hands each Node's gradient on and clears it
     except BaseException:
         for n in order:  # a pass that failed half-way leaves no gradient behind on any Node
-            n._g = None
+            n.pending_grad = None
         raise
     finally:
         _state.reset(token)
@@ -55,7 +55,7 @@ def _roots(tensors, grads, graph, on_tensors, leaves):
     for t, g in zip(tensors, grads, strict=True):
         if not isinstance(t, Tensor):
             raise TypeError(f"backward: expected Tensors, got {type(t).__name__}")
-        if not t._rg:
+        if not t._requires_grad:
             raise RuntimeError(
                 "backward: the tensor does not require grad and has no grad_fn (was it computed "
                 "under no_grad, or from tensors without requires_grad=True?)"
@@ -81,13 +81,13 @@ def _seed(t, g, graph):
                 f"backward: grad can be implicitly created only for one-element outputs; this "
                 f"output has shape {t.shape}. Pass grad= (a tensor of shape {t.shape})"
             )
-        return wrap(_state.kernel(_ones_like, t.data))
+        return wrap(_state.array_step(_ones_like, t.data))
     if not isinstance(g, Tensor):
         if not (isinstance(g, (int, float, list, tuple, np.generic, np.ndarray)) or _xp.is_cupy_array(g)):
             raise TypeError(
                 f"backward: grad must be a dense Tensor (or an array / number) of shape {t.shape}, "
                 f"got {type(g).__name__} (a sparse one: pass its .to_dense())")
-        g = wrap(_state.kernel(_asarray_like, g, t.data))
+        g = wrap(_state.array_step(_asarray_like, g, t.data))
     if g.shape != t.shape:
         raise RuntimeError(
             f"backward: grad has shape {g.shape} but the output has shape {t.shape}; they must match exactly"
@@ -127,12 +127,12 @@ def _walk(order, on_tensors, retain_graph, results, leaves):
     add = _add_tensors if on_tensors else _add
     try:
         for n in order:
-            g = n._g
+            g = n.pending_grad
             if g is None:
                 if not retain_graph:
                     n.release()
                 continue
-            n._g = None
+            n.pending_grad = None
             grads = _run_rule(n, g, on_tensors, results, observers)
             if not retain_graph:
                 n.release()
@@ -144,11 +144,11 @@ def _walk(order, on_tensors, retain_graph, results, leaves):
 
 def _rule(n, g, on_tensors):
     """Call ``n``'s rule: on Tensors (``ctx`` is the Node, ``xp`` records), or on backend arrays."""
-    op = n.opdef
+    op = n.definition
     p = n.params or _NONE
     if on_tensors:
         return op.rule(n, g, **p)
-    if op.arrays:
+    if op.rule_on_arrays:
         xp = _NUMPY if isinstance(g, _nd) else array_namespace(_xp.array_module(g))
         return op.rule(ArrayCtx(n, xp), g, **p)
     # a rule over Tensors only (autograd.Function): handed Tensors, its results taken back as arrays
@@ -200,7 +200,7 @@ def _send(n, grads, leaves, on_tensors, add):
             gi = _checked(n, gi, on_tensors)
         shape, dtype = meta[i]
         if gi.shape != shape:
-            if not n.opdef.broadcast:
+            if not n.definition.broadcast:
                 raise RuntimeError(f"internal error: the gradient rule of {n.op!r} returned shape "
                                    f"{gi.shape} for an input of shape {shape}")
             gi = sum_to(gi, shape)
@@ -256,12 +256,12 @@ def _add_to(leaves, leaf, g, add):
 def _node_add(node, idx, g, add):
     """Add ``g`` to the gradient of output ``idx`` of ``node`` summed so far."""
     if node.n_out == 1:
-        node._g = g if node._g is None else add(node._g, g)
+        node.pending_grad = g if node.pending_grad is None else add(node.pending_grad, g)
     else:
-        if node._g is None:
-            node._g = [None] * node.n_out
-        cur = node._g[idx]
-        node._g[idx] = g if cur is None else add(cur, g)
+        if node.pending_grad is None:
+            node.pending_grad = [None] * node.n_out
+        cur = node.pending_grad[idx]
+        node.pending_grad[idx] = g if cur is None else add(cur, g)
 
 
 def _result_add(results, key, g):
@@ -301,9 +301,9 @@ def _to_leaf(leaf, g, graph, on_tensors, results):
         if id(leaf) in results:
             _result_add(results, id(leaf), g if on_tensors else wrap(g))
     elif graph:
-        _state.kernel(_set_grad, leaf, g if leaf._grad is None else leaf._grad + g)
+        _state.array_step(_set_grad, leaf, g if leaf._grad is None else leaf._grad + g)
     else:
-        _state.kernel(_into_grad, leaf, g.data if on_tensors else g)
+        _state.array_step(_into_grad, leaf, g.data if on_tensors else g)
 
 
 def _into_grad(leaf, g):
@@ -403,7 +403,7 @@ def _grad_keys(inputs):
             x = sp()
         if not isinstance(x, Tensor):
             raise TypeError(f"grad: inputs must be Tensors, got {type(x).__name__}")
-        if not x._rg:
+        if not x._requires_grad:
             raise RuntimeError("grad: one of the inputs does not require grad")
         e = edge(x)
         keys.append(id(e) if isinstance(e, Tensor) else (id(e), 0) if isinstance(e, Node) else (id(e[0]), e[1]))

@@ -125,8 +125,8 @@ class Capture:
         self._emit(call, leaves, ins, f"{op.name}({', '.join(ins)})")
         return out
 
-    def kernel(self, fn, args):
-        """An array step outside run_op (``_state.kernel``): call it, and write it down whole."""
+    def array_step(self, fn, args):
+        """An array step outside run_op (``_state.array_step``): call it, and write it down whole."""
         if self.paused:
             return fn(*args)
         ins = [self._kernel_arg(a) for a in args]
@@ -202,7 +202,7 @@ class Capture:
                             "whatever the name holds then. Pass it to the step as an argument")
             name = self._global(t, "T")
             d = t.data
-            self.guards.append((name, type(d), d.shape, d.dtype, t._rg))
+            self.guards.append((name, type(d), d.shape, d.dtype, t._requires_grad))
         return name
 
     def _operand(self, a, d, where):
@@ -333,7 +333,7 @@ class Program:
             g[f"{name}_c"], g[f"{name}_s"], g[f"{name}_d"] = cls, shape, dtype
             lines.append(f"    d = {name}.data")
             lines.append(f"    if d.__class__ is not {name}_c or d.shape != {name}_s or d.dtype != {name}_d "
-                         f"or {name}._rg is not {rg}:")
+                         f"or {name}._requires_grad is not {rg}:")
             lines.append("        raise STALE")
         if cap.guards:
             lines.append("    del d")

@@ -8,7 +8,7 @@ operands (values copied, floating ones as float64), its parameters, and the user
 direction ``u`` per differentiable input; the analytic value is ``<rule's gradient for v, u>``,
 the numeric one ``<(f(x + eps u) - f(x - eps u)) / 2 eps, v>``; they agree when
 ``|analytic - numeric| <= atol + rtol |numeric|``. Each op is re-run on fresh leaves:
-registered ops through ``engine.run_op(node.opdef, ...)``, ``autograd.Function`` subclasses
+registered ops through ``engine.run_op(node.definition, ...)``, ``autograd.Function`` subclasses
 through ``cls.apply`` (so their own ``forward``/``backward`` are what is checked).
 With ``mode="fwd"`` each op's forward-mode rule is checked the same way: the analytic value is
 ``<the output's tangent when input i carries u, v>`` (a dual level around the op alone).
@@ -184,7 +184,7 @@ def _call_op(call, targs):
         uargs = [targs[v] if k == "A" else v for k, v in p["args"]]
         out = p["cls"].apply(*uargs, **p["kwargs"])
     else:
-        out = run_op(call.node.opdef, *targs, **p)
+        out = run_op(call.node.definition, *targs, **p)
     return [out] if isinstance(out, Tensor) else list(out)
 
 
@@ -214,7 +214,7 @@ def _dot(a, b) -> float:
 def op_name(call) -> str:
     """The name a report gives the op of a recorded call (a Function subclass's class name)."""
     node = call.node
-    return node.opdef.name if getattr(node.opdef, "kind", None) == "function" else node.op
+    return node.definition.name if getattr(node.definition, "kind", None) == "function" else node.op
 
 
 def _tangents_dot(call, base, diff, i, u, vmap_by_pos):

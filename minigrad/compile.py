@@ -10,7 +10,7 @@ What the capture sees:
 - every op's forward, through ``engine.run_op`` (the ops inside gradient rules too: a first-order
   rule is Tensor ops with recording off, so backward is a list of forwards like any other, and
   gradients are summed by ops);
-- the array steps that are not ops, through ``_state.kernel``, in three places only: backward's
+- the array steps that are not ops, through ``_state.array_step``, in three places only: backward's
   accumulation (the seed, ``.grad`` += ...), the optimizer (its ``step``, ``zero_grad``, a
   scheduler's ``step``) and creation.py (``Tensor(...)``, ``mg.zeros`` and friends, random draws,
   a tensor's own copy before a write). A kernel is called again on replay with the arguments of
@@ -193,7 +193,7 @@ def _signature(args, kwargs, flat):
             d = v.data
             n = len(flat)
             dev = d.__class__ if d.__class__ is _nd else _be.device_of(d)
-            key.append((d.shape, d.dtype, dev, v._rg, seen.setdefault(id(v), n), seen.setdefault(id(d), n)))
+            key.append((d.shape, d.dtype, dev, v._requires_grad, seen.setdefault(id(v), n), seen.setdefault(id(d), n)))
             flat.append(v)
         elif isinstance(v, tuple) or isinstance(v, list):
             key.append((v.__class__, len(v)))

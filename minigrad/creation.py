@@ -2,7 +2,7 @@
 ``Tensor.__init__``), the factories (zeros, ones, full, empty, arange, linspace, eye, *_like),
 the random draws (rand, randn, dropout's mask...), and a tensor's own copy of an array it may
 not write. A captured step (mg.compile) makes each of these arrays again on each replay
-(``_state.kernel``), as each eager call does."""
+(``_state.array_step``), as each eager call does."""
 from __future__ import annotations
 
 import numbers
@@ -20,13 +20,13 @@ _rng = np.random.default_rng()
 def init(self, data, dtype=None, requires_grad=False, device=None):
     """``Tensor(data, dtype=None, requires_grad=False, device=None)``: ``data`` (a Tensor, an array,
     a number, nested lists) as a backend array, without a copy where none is needed."""
-    self.data = _state.kernel(_to_array, data, dtype, device)
-    self._rg = False
+    self.data = _state.array_step(_to_array, data, dtype, device)
+    self._requires_grad = False
     self._grad = None
     self._node = None
-    self._oidx = 0
+    self._output_index = 0
     self._storage = Storage()
-    self._fw = None
+    self._tangents = None
     if requires_grad:
         self.requires_grad = True
 
@@ -82,10 +82,10 @@ def _refuse_graph_copy(data, op):
                 "tensor would drop its graph (no gradient would flow back). Use mg.stack([...]) to keep the "
                 "graph, or detach the elements first ([t.detach() for t in ...]) for a constant"
             )
-        if isinstance(e, Tensor) and _state.tangent_level(e._fw) is not None:
+        if isinstance(e, Tensor) and _state.tangent_level(e._tangents) is not None:
             raise TypeError(
                 f"{op}: the list holds a Tensor of shape {e.shape} that carries a tangent (forward mode, dual "
-                f"level {_state.tangent_level(e._fw)}); copying it into a new tensor would drop the tangent (a "
+                f"level {_state.tangent_level(e._tangents)}); copying it into a new tensor would drop the tangent (a "
                 "derivative silently zero). Use mg.stack([...]) to keep it, or forward_ad.unpack_dual(t).primal "
                 "for a constant"
             )
@@ -102,7 +102,7 @@ def _tensors_to_lists(data):
 def own_copy(t):
     """Give ``t`` a writable array of its own, a copy of its values (copy-on-write before an
     in-place write into a read-only ``.grad`` or a broadcast array)."""
-    _state.kernel(_own_copy, t)
+    _state.array_step(_own_copy, t)
 
 
 def _own_copy(t):
@@ -134,7 +134,7 @@ def _shape(shape, op):
 def _finish(make, args, requires_grad, device):
     """The Tensor of ``make(*args)`` (a host array) on ``device``. A captured step (mg.compile)
     makes the array again on each replay, as each eager call does (random draws: fresh ones)."""
-    t = _wrap(_state.kernel(_made, make, args, _be.parse_device(device)))
+    t = _wrap(_state.array_step(_made, make, args, _be.parse_device(device)))
     if requires_grad:
         t.requires_grad = True
     return t
@@ -150,7 +150,7 @@ def _dt(dtype):
 
 
 def _fill(op, shape, value, dtype, device, requires_grad):
-    t = _wrap(_state.kernel(_full, shape, value, dtype, _be.parse_device(device)))
+    t = _wrap(_state.array_step(_full, shape, value, dtype, _be.parse_device(device)))
     if requires_grad:
         t.requires_grad = True
     return t
@@ -297,7 +297,7 @@ def randn_like(x, dtype=None, device=None, requires_grad=False, seed=None) -> Te
 def dropout_mask(shape, p, dtype, device):
     """Keep (scaled by 1 / (1 - p)) or drop each element, from ``mg.manual_seed``'s generator: the
     mask of ``F.dropout`` (a random draw, so a captured step draws a fresh one on each replay)."""
-    return _state.kernel(_dropout_mask, tuple(shape), p, np.dtype(dtype), device)
+    return _state.array_step(_dropout_mask, tuple(shape), p, np.dtype(dtype), device)
 
 
 def _dropout_mask(shape, p, dtype, device):
@@ -339,7 +339,7 @@ def tensor(data, dtype=None, requires_grad=False, device=None) -> Tensor:
     (1, 2)
     """
     if isinstance(data, Tensor) or (hasattr(data, "copy") and hasattr(data, "shape") and not isinstance(data, np.generic)):
-        data = _state.kernel(_copy, data)  # a captured step (mg.compile) copies again on each replay
+        data = _state.array_step(_copy, data)  # a captured step (mg.compile) copies again on each replay
     return Tensor(data, dtype=dtype, requires_grad=requires_grad, device=device)
 
 

@@ -33,29 +33,31 @@ class Op:
       ``(out, aux)`` with ``aux``: values the rule reads as ``ctx.aux``).
     - ``rule(ctx, g, **params)``: a gradient (or None) per input; None: not differentiable.
     - ``save``: the inputs the rule reads as ``ctx.saved`` (``(1, ...)``: every one from 1 on;
-      ``(1, ..., -1)``: up to the last); ``cross``: an input is saved only when another one
-      needs a gradient (``x * y``); ``save_out``: the rule reads the output as ``ctx.out``.
+      ``(1, ..., -1)``: up to the last); ``save_for_others``: an input is saved only when another
+      one needs a gradient (``x * y``); ``save_out``: the rule reads the output as ``ctx.out``.
     - ``broadcast``: the rule returns output-shaped gradients and backward sums each back to its
       input's shape (``sum_to``); ``view``: the output shares input 0's storage (True), or may
       ("maybe": checked).
     - ``kind``: how pictures draw it; ``info(**params)``: the attributes the tape shows (axis...).
     - ``ufunc``: the forward is ``xp.<ufunc>``: a replay (mg.compile) calls that directly.
-    - ``arrays``: the rule is written in the array API; False: it is handed Tensors always
+    - ``rule_on_arrays``: the rule is written in the array API; False: it is handed Tensors always
       (``autograd.Function``'s user code).
     - ``jvp(ctx, *tangents, **params)``: the forward-mode rule, the output's tangent (forward_ad.py
       derives it for elementwise, linear and multilinear ops).
     """
 
-    __slots__ = ("name", "forward", "rule", "save", "save_at", "cross", "save_out", "aux", "broadcast", "view",
-                 "kind", "n_out", "info", "ufunc", "arrays", "jvp")
+    __slots__ = ("name", "forward", "rule", "save", "save_at", "save_for_others", "save_out", "aux", "broadcast", "view",
+                 "kind", "n_out", "info", "ufunc", "rule_on_arrays", "jvp")
 
-    def __init__(self, name, forward, rule=None, *, save=(), cross=False, save_out=False, aux=False,
-                 broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, arrays=True, jvp=None):
+    def __init__(self, name, forward, rule=None, *, save=(), save_for_others=False, save_out=False, aux=False,
+                 broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, rule_on_arrays=True, jvp=None):
         self.name, self.forward, self.rule = name, forward, rule
         self.save = tuple(save)
         self.save_at = None if Ellipsis in self.save else self.save  # the positions, when known without the call
-        self.cross, self.save_out, self.aux, self.broadcast, self.view = cross, save_out, aux, broadcast, view
-        self.kind, self.n_out, self.info, self.arrays, self.jvp = kind, n_out, info, arrays, jvp
+        self.save_for_others, self.save_out, self.aux, self.broadcast, self.view = (
+            save_for_others, save_out, aux, broadcast, view)
+        self.kind, self.n_out, self.info, self.rule_on_arrays, self.jvp = (
+            kind, n_out, info, rule_on_arrays, jvp)
         self.ufunc = ufunc
 
     def __repr__(self):
@@ -64,14 +66,14 @@ class Op:
 
 class Node:
     """One recorded call of an op: what backward needs to send gradients to its inputs. ``op``
-    is the op's name (the tape's), ``opdef`` its record; ``parents``: per input, the edge of an
+    is the op's name (the tape's), ``definition`` its record; ``parents``: per input, the edge of an
     input that requires grad (its Node, ``(Node, output index)``, or the leaf), else None;
     ``meta``: per such input its (shape, dtype). A rule on Tensors reads the Node as its ``ctx``:
     ``saved``, ``out``, ``aux``, ``params``. (tape.py adds the views the printed tape reads.)
     """
 
-    __slots__ = ("op", "opdef", "parents", "meta", "out_meta", "params", "saved", "vers", "_out",
-                 "aux", "seq", "_g", "freed", "view_ver", "__dict__", "__weakref__")
+    __slots__ = ("op", "definition", "parents", "meta", "out_meta", "params", "saved", "saved_versions", "_out",
+                 "aux", "seq", "pending_grad", "freed", "view_version", "__dict__", "__weakref__")
     # rarely set: in the instance __dict__ when set
     xp = None         # the rule's namespace on Tensors (TENSORS, below)
     info = None       # attributes shown to readers (axis, keepdims, pattern...)
@@ -80,16 +82,16 @@ class Node:
     n_out = 1         # outputs (an autograd.Function may have several)
     _hooks = None     # hooks of the (non-leaf) output tensor
     retain = None     # weakref of the output when retain_grad()
-    out_fw = None     # the output's tangents (forward mode), for ``ctx.out`` in a backward inside a dual level
+    out_tangents = None     # the output's tangents (forward mode), for ``ctx.out`` in a backward inside a dual level
 
     @property
     def out(self) -> Tensor:
         """The output, for a rule on Tensors: with ``create_graph`` it carries this Node's history."""
         t = wrap(self._out)
         if _get_mode().grad:
-            t._node, t._rg = self, True
-        if self.out_fw is not None:
-            t._fw = self.out_fw
+            t._node, t._requires_grad = self, True
+        if self.out_tangents is not None:
+            t._tangents = self.out_tangents
         return t
 
     def __repr__(self):
@@ -103,7 +105,7 @@ class Node:
                 "values were freed after the first backward. Pass retain_graph=True to the first "
                 "backward() if you need to call it twice"
             )
-        for cell, v, what in self.vers:
+        for cell, v, what in self.saved_versions:
             if cell.version != v:
                 what = "its output" if what == -1 else what if isinstance(what, str) else f"input {what}"
                 raise RuntimeError(
@@ -117,8 +119,8 @@ class Node:
         """Drop what backward needed (after it ran, unless ``retain_graph``)."""
         self.saved = ()
         self._out = self.aux = self.params = None
-        if self.out_fw is not None:
-            self.out_fw = None
+        if self.out_tangents is not None:
+            self.out_tangents = None
         self.freed = True
 
 
@@ -145,9 +147,9 @@ def run_op(op: Op, *args, **params):
         _share_storage(r, args[0])
     if record and out.dtype.kind == "f":                  # 4. the record
         n = r._node = _record(op, args, datas, params, aux, out, r._storage, mode)
-        r._rg = True
+        r._requires_grad = True
         if op.view:
-            n.view_ver = r._storage.version
+            n.view_version = r._storage.version
     if mode.fw is not None:                               # 5. forward mode's tangents (forward_ad.py)
         mode.fw.carry(op, args, datas, params, aux, r)
     return r
@@ -163,7 +165,7 @@ def _operands(op, args):
     for a in args:
         if isinstance(a, Tensor):
             d = a.data
-            if a._rg:
+            if a._requires_grad:
                 rg = True
         else:
             d = const(a, op.name)
@@ -255,7 +257,7 @@ def _share_storage(r, x):
     grad can give it a history too (ops/inplace.py)."""
     st = r._storage = x._storage
     base = r._base = x if x._base is None else x._base
-    if not base._rg:
+    if not base._requires_grad:
         views = st.views
         if views is None:
             views = st.views = []
@@ -274,7 +276,7 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
         n.n_out = len(outs)
         for k, t in enumerate(ts):
             if t.data.dtype.kind == "f":
-                t._node, t._oidx, t._rg = n, k, True
+                t._node, t._output_index, t._requires_grad = n, k, True
     if mode.fw is not None:
         mode.fw.carry(op, args, datas, params, aux, ts)
     return ts
@@ -283,22 +285,22 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
 def _record(op, args, datas, params, aux, out, out_storage, mode):
     """The Node for one call of ``op``: its inputs' edges, what the rule saves, their versions."""
     n = Node()
-    n.op, n.opdef = op.name, op
+    n.op, n.definition = op.name, op
     n.parents, n.meta, consts, n_grad = _edges(args)
     n.out_meta = (out.shape, out.dtype)
     n.params = params or None
     n.aux = aux
     n.seq = _next_seq()
-    n._g = None
+    n.pending_grad = None
     n.freed = False
-    n.view_ver = None
+    n.view_version = None
     if consts is not None:
         n.consts = consts
     if op.info is not None:
         n.info = op.info(**params)
     n.saved, vers = _save(op, args, datas, n.parents, n_grad) if op.save else ((), ())
     n._out = out if op.save_out else None
-    n.vers = vers + ((out_storage, out_storage.version, -1),) if op.save_out else vers
+    n.saved_versions = vers + ((out_storage, out_storage.version, -1),) if op.save_out else vers
     for o in mode.observers:
         o.recorded(n)
         if getattr(o, "wants_inputs", False):  # mg.autograd.check_ops: the op's operands as called
@@ -311,9 +313,9 @@ def edge(x):
     n = x._node
     if n is None:
         return x
-    if n.view_ver is not None and n.view_ver != x._storage.version and x._base is not None:
+    if n.view_version is not None and n.view_version != x._storage.version and x._base is not None:
         n = x._refresh_view()  # the storage was written since this view was taken
-    return n if x._oidx == 0 else (n, x._oidx)
+    return n if x._output_index == 0 else (n, x._output_index)
 
 
 def _edges(args):
@@ -326,7 +328,7 @@ def _edges(args):
     for a in args:
         if isinstance(a, Tensor):
             d = a.data
-            if a._rg:
+            if a._requires_grad:
                 parents.append(edge(a))
                 meta.append((d.shape, d.dtype))
                 n_grad += 1
@@ -340,7 +342,7 @@ def _edges(args):
 def _save(op, args, datas, parents, n_grad):
     """What the rule reads as ``ctx.saved``, and the versions to check before it runs."""
     n_args = len(args)
-    alone = op.cross and n_grad == 1  # ``cross``: an input is kept for the others' gradients only
+    alone = op.save_for_others and n_grad == 1  # an input is kept for the others' gradients only
     saved = []
     vers = []
     for i in op.save_at or _positions(op.save, n_args):

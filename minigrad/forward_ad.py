@@ -11,9 +11,9 @@ gradients recorded through it) it is handed Tensors and ``ctx.xp`` records. Leve
 tangent at level ``L`` is computed with ``L`` and the levels inside it switched off, so it
 carries the tangents of the levels outside (JAX's order of perturbations).
 
-Most rules are derived, not written (``derive``): an elementwise op's JVP is its VJP rule
+Most rules are derived, not written (``derive``): an elementwise op's JVP (``elementwise_jvp``) is its VJP rule
 applied to the tangent (its Jacobian is diagonal); a linear op's is the op applied to the
-tangents (``linear``); a multilinear one's, the sum over its inputs (``multilinear``).
+tangents (``linear_jvp``); a multilinear one's, the sum over its inputs (``multilinear_jvp``).
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ class Levels:
             rg = False  # an input or a tangent requires grad: the tangent may have to record
             for i, a in enumerate(args):
                 if isinstance(a, Tensor):
-                    fw = a._fw
+                    fw = a._tangents
                     t = None if fw is None else fw.get(level)
                     if t is None and a._base is not None:  # a view taken before its base was written
                         t = _from_base(a, level)
@@ -67,13 +67,13 @@ class Levels:
                         if ts is None:
                             ts, tds = [None] * len(args), [None] * len(args)
                         ts[i], tds[i] = t, t.data
-                        rg = rg or t._rg
-                    rg = rg or a._rg
+                        rg = rg or t._requires_grad
+                    rg = rg or a._requires_grad
             if ts is None:
                 continue
             if op.jvp is None:
                 _no_rule(op)
-            elif k == 0 and out.__class__ is not tuple and op.arrays and not (
+            elif k == 0 and out.__class__ is not tuple and op.rule_on_arrays and not (
                     rg and level not in self.plain and _state.get().grad):
                 _on_arrays(op, datas, params, aux, out, tds, level)
             else:
@@ -89,7 +89,7 @@ class Levels:
 class JvpCtx:
     """What a forward-mode rule reads: ``xp``, ``op``, ``args`` (the inputs: arrays and numbers in
     first order, else Tensors), ``out`` (the output), ``aux``. (``saved``, ``parents`` and ``meta``
-    are what a gradient rule reads, when ``elementwise`` calls one.)"""
+    are what a gradient rule reads, when ``elementwise_jvp`` calls one.)"""
 
     __slots__ = ("xp", "op", "args", "out", "aux", "saved", "parents")
 
@@ -195,12 +195,12 @@ def _aliases(a, tds):
 
 
 def _set(t, level, tangent):
-    fw = t._fw
+    fw = t._tangents
     if fw is None:
-        fw = t._fw = {level: tangent}
+        fw = t._tangents = {level: tangent}
         n = t._node
-        if n is not None and n._out is not None and t._oidx == 0:  # a rule reads the output (exp): with its tangents
-            n.out_fw = fw
+        if n is not None and n._out is not None and t._output_index == 0:  # a rule reads the output (exp): with its tangents
+            n.out_tangents = fw
     else:
         fw[level] = tangent
 
@@ -210,7 +210,7 @@ def _set(t, level, tangent):
 # ---------------------------------------------------------------------------
 
 
-def elementwise(ctx, *ts, **params):
+def elementwise_jvp(ctx, *ts, **params):
     """The JVP of an elementwise op: its Jacobian is diagonal (per input, after broadcasting), so
     the tangent is the gradient rule applied to each input's tangent broadcast to the output.
     The rule is asked for one input's gradient at a time (``ctx.parents``), and reads the inputs it
@@ -232,7 +232,7 @@ def elementwise(ctx, *ts, **params):
             t = xp.broadcast_to(t, ctx.out.shape)
         ctx.parents = _ONLY[n][i]
         ctx.saved = saved
-        if op.cross and i in save:
+        if op.save_for_others and i in save:
             k = save.index(i)
             ctx.saved = saved[:k] + (None,) + saved[k + 1:]
         d = op.rule(ctx, t, **params)[i]
@@ -252,7 +252,7 @@ def _as_saved(a):
     return a
 
 
-def linear(*positions):
+def linear_jvp(*positions):
     """The JVP of an op linear in the inputs at ``positions`` (all when none are given), the others
     held: the op itself applied to the tangents (zeros where an input has none)."""
     def jvp(ctx, *ts, **params):
@@ -268,7 +268,7 @@ def linear(*positions):
     return jvp
 
 
-def multilinear(*positions):
+def multilinear_jvp(*positions):
     """The JVP of an op linear in each input at ``positions`` separately (``x @ y``, einsum): the
     sum, over the inputs with a tangent, of the op with that input replaced by its tangent."""
     def jvp(ctx, *ts, **params):
@@ -285,7 +285,7 @@ def multilinear(*positions):
     return jvp
 
 
-elementwise.derived = "elementwise"
+elementwise_jvp.derived = "elementwise"
 
 
 def derive(jvp, rule, kind):
@@ -293,7 +293,7 @@ def derive(jvp, rule, kind):
     the gradient rule of an elementwise op; else None (forward mode through it raises, naming it)."""
     if jvp is not None or rule is None:
         return jvp
-    return elementwise if kind == "elementwise" else None
+    return elementwise_jvp if kind == "elementwise" else None
 
 
 # ---------------------------------------------------------------------------
@@ -332,8 +332,8 @@ class dual_level:  # noqa: N801 - PyTorch's name
         _state.reset(self._token)
         for w in fw.duals.get(self.level, ()):
             t = w()
-            if t is not None and t._fw is not None:
-                t._fw.pop(self.level, None)
+            if t is not None and t._tangents is not None:
+                t._tangents.pop(self.level, None)
         return False
 
 
@@ -349,7 +349,7 @@ def _identity_view(xp, x):
 
 
 # ``make_dual``'s and ``unpack_dual``'s primal: ``x`` itself (a view, the gradient passes through)
-_ALIAS = Op("alias", _identity_view, lambda ctx, g: (g,), view=True, kind="view", jvp=linear(0))
+_ALIAS = Op("alias", _identity_view, lambda ctx, g: (g,), view=True, kind="view", jvp=linear_jvp(0))
 
 
 def make_dual(primal, tangent, *, level=None):
@@ -405,10 +405,10 @@ def unpack_dual(tensor, *, level=None):
     if hasattr(tensor, "_unpack_dual"):  # a tensor of another layout (sparse)
         return UnpackedDualTensor(*tensor._unpack_dual(None if fw is None else fw.ids[-1] if level is None
                                                        else level))
-    if fw is None or not isinstance(tensor, Tensor) or tensor._fw is None:
+    if fw is None or not isinstance(tensor, Tensor) or tensor._tangents is None:
         return UnpackedDualTensor(tensor, None)
     level = fw.ids[-1] if level is None else level
-    t = tensor._fw.get(level)
+    t = tensor._tangents.get(level)
     if t is None:
         return UnpackedDualTensor(tensor, None)
     outer = tuple(i for i in fw.ids if i < level)
@@ -422,7 +422,7 @@ def unpack_dual(tensor, *, level=None):
 
 def tangent_of(t, level):
     """The tangent ``t`` carries at ``level`` (None when none)."""
-    fw = getattr(t, "_fw", None)
+    fw = getattr(t, "_tangents", None)
     return None if fw is None else fw.get(level)
 
 
@@ -440,21 +440,21 @@ def before_write(t):
     the tangent, which the rule's recorded ops may have saved)."""
     fw = _state.get().fw
     if fw is None:
-        return t._fw
+        return t._tangents
     if t._base is not None:
         for level in fw.ids:
             if tangent_of(t, level) is None:
                 _from_base(t, level)
-    tangents = t._fw
-    if tangents is not None and any(u._rg for u in tangents.values()):
-        tangents = {level: u.clone() if u._rg else u for level, u in tangents.items()}
+    tangents = t._tangents
+    if tangents is not None and any(u._requires_grad for u in tangents.values()):
+        tangents = {level: u.clone() if u._requires_grad else u for level, u in tangents.items()}
     return tangents
 
 
 def recorded_tangents(t):
     """``t`` carries, at an active level, a tangent that a reverse pass differentiates."""
     fw = _state.get().fw
-    return fw is not None and t._fw is not None and any(u._rg for u in t._fw.values())
+    return fw is not None and t._tangents is not None and any(u._requires_grad for u in t._tangents.values())
 
 
 def zero_tangent(t, level):

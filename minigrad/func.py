@@ -151,7 +151,7 @@ def jacrev(func, argnums=0, *, has_aux=False):
         jacs = []
         for o in outs:
             rows = []  # one per output element: the gradients of that element, per input
-            if o._rg and o.size:
+            if o._requires_grad and o.size:
                 if o.ndim == 0:
                     rows.append(_pullback([o], [None], xs, graph, retain=True))
                 else:
@@ -184,7 +184,7 @@ def linearize(func, *primals):
     xs, res, graph = _run_reverse(func, primals, {}, tuple(range(len(primals))), name, what="primals[{}]")
     outs, spec = _flatten(res, name)
     graph = _graph(graph, outs)
-    live = [o for o in outs if o._rg]
+    live = [o for o in outs if o._requires_grad]
     with enable_grad():
         vs = [_zeros_like(o).requires_grad_() for o in live]  # v: any value, Jᵀv is linear in it
         gs = (_grad(live, xs, grad_outputs=vs, retain_graph=True, create_graph=True, allow_unused=True) if live
@@ -203,7 +203,7 @@ def linearize(func, *primals):
                   else [None] * len(vs))
         jus = []
         for o in outs:
-            j = next(ju) if o._rg else None
+            j = next(ju) if o._requires_grad else None
             jus.append(_zeros_like(o) if j is None else j)
         return _unflatten(jus, spec)
 
@@ -329,7 +329,7 @@ def _run_reverse(f, args, kwargs, nums, name, what="argument {}"):
     only the outputs can tell) the ids of the private leaves, for ``_graph``."""
     outer = is_grad_enabled()
     depth = _reverse_depth.get()
-    graph = outer and (depth > 0 or any(isinstance(a, Tensor) and a._rg for a in (*args, *kwargs.values())))
+    graph = outer and (depth > 0 or any(isinstance(a, Tensor) and a._requires_grad for a in (*args, *kwargs.values())))
     token = _reverse_depth.set(depth + 1)
     try:
         with enable_grad():
@@ -353,7 +353,7 @@ def _graph(graph, outs):
     for o in outs:
         if o._node is not None:
             stack.append(o._node)
-        elif o._rg and id(o) not in graph:
+        elif o._requires_grad and id(o) not in graph:
             return True
     while stack:
         for p in stack.pop().parents:
@@ -377,7 +377,7 @@ def _enter(x, connect, private):
     enters through its stored values (its indices are constants)."""
     if _is_sparse(x):
         return x._with_values(_enter(x._grad_target(), connect, private))
-    if connect and x._rg:
+    if connect and x._requires_grad:
         return run_op(_ALIAS, x)  # (the identity, whose gradient and tangent pass through: make_dual's view)
     leaf = x.detach().requires_grad_()
     private.add(id(leaf))
@@ -387,7 +387,7 @@ def _enter(x, connect, private):
 def _redual(d, src, cut):
     """``d`` carrying ``src``'s tangents at every active level (cut from the tape when ``cut``)."""
     fw = _state.get().fw
-    if fw is None or src._fw is None:
+    if fw is None or src._tangents is None:
         return d
     for level in fw.ids:  # outermost first: make_dual at a level keeps the tangents of those outside it
         t = tangent_of(src, level)
@@ -399,7 +399,7 @@ def _redual(d, src, cut):
 def _cut(t):
     """``t`` cut from the tape (a transform's result that nothing outside differentiates), its
     tangents, cut too, kept."""
-    if not isinstance(t, Tensor) or not t._rg:
+    if not isinstance(t, Tensor) or not t._requires_grad:
         return t
     return _redual(t.detach(), t, cut=True)
 
@@ -412,13 +412,13 @@ def _primal(t):
 def _differentiated(ts):
     """A reverse pass differentiates one of ``ts`` (the argument of a function a transform returned:
     ``vjp_fn``'s cotangent, ``jvp_fn``'s tangent), so the pass that uses it must record."""
-    return is_grad_enabled() and any(isinstance(t, Tensor) and t._rg for t in ts)
+    return is_grad_enabled() and any(isinstance(t, Tensor) and t._requires_grad for t in ts)
 
 
 def _pullback(outs, cts, xs, graph, retain):
     """The gradients of ``Σ ⟨out, ct⟩`` w.r.t. ``xs``: zeros for an input not reached; an output
     that does not require grad adds nothing."""
-    pairs = [(o, c) for o, c in zip(outs, cts, strict=True) if o._rg]
+    pairs = [(o, c) for o, c in zip(outs, cts, strict=True) if o._requires_grad]
     gs = (_grad([o for o, _ in pairs], xs, grad_outputs=[c for _, c in pairs], retain_graph=retain,
                 create_graph=graph, allow_unused=True) if pairs else [None] * len(xs))
     return [_zeros_like(x) if g is None else g for g, x in zip(gs, xs, strict=True)]

@@ -33,7 +33,7 @@ class FunctionCtx:
             if type(s) is tuple and len(s) == 2 and s[0] is _OUTPUT:
                 w = wrap(self._outs[s[1]])
                 if self._node is not None and _state.get().grad:
-                    w._node, w._oidx, w._rg = self._node, s[1], True
+                    w._node, w._output_index, w._requires_grad = self._node, s[1], True
                 out.append(w)
             else:
                 out.append(s)
@@ -147,7 +147,7 @@ class Function:
     def _op(cls):
         op = cls.__dict__.get("_minigrad_op")
         if op is None:
-            op = Op(cls.__name__, _forward, _rule, n_out=None, kind="function", arrays=False,
+            op = Op(cls.__name__, _forward, _rule, n_out=None, kind="function", rule_on_arrays=False,
                     jvp=_jvp if callable(getattr(cls, "jvp", None)) else None)
             cls._minigrad_op = op
         return op
@@ -155,7 +155,7 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         res = run_op(cls._op(), *_positional(args), cls=cls, ctx=ctx, args=args, kwargs=kwargs)
         outs = (res,) if isinstance(res, Tensor) else tuple(res)
         ctx._outs = tuple(o.data for o in outs)
@@ -170,14 +170,14 @@ class Function:
         del ctx._returned
         if node is not None:
             node.saved = tuple(s for s in saved if isinstance(s, Tensor))  # counted, and released after backward
-            node.vers += tuple((s._storage, s._storage.version, f"saved tensor {i}") for i, s in enumerate(saved)
+            node.saved_versions += tuple((s._storage, s._storage.version, f"saved tensor {i}") for i, s in enumerate(saved)
                                if isinstance(s, Tensor))
             for o in _state.get().observers:
                 o.recorded(node)
             nd = getattr(ctx, "_non_diff", ())
             for k, o in enumerate(outs):
                 if any(r is returned[k] for r in nd):
-                    o._node, o._rg = None, False
+                    o._node, o._requires_grad = None, False
         if getattr(ctx, "_dirty", ()):
             outs = _written(cls, ctx._dirty, args, returned, outs)
         return outs[0] if ctx._single else outs

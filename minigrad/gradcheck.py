@@ -20,7 +20,7 @@ import itertools
 
 import numpy as np
 
-from . import backward as _ag
+from . import backward
 from . import forward_ad as _fw
 from .backend import array_module, to_numpy
 from .errors import MinigradError
@@ -236,7 +236,7 @@ class _Subject:
                 outs = self.outputs()
                 sel = [(o, _wrap(array_module(o.data).asarray(v).astype(o.dtype)))
                        for o, v in zip(outs, vs, strict=True) if o.requires_grad and o.dtype.kind == "f"]
-                grads = (_ag.grad([o for o, _ in sel], [self.inputs[i] for i in self.diff], [v for _, v in sel],
+                grads = (backward.grad([o for o, _ in sel], [self.inputs[i] for i in self.diff], [v for _, v in sel],
                                   allow_unused=True) if sel else [None] * len(self.diff))
             self._rev = [0.0 if g is None else float((_flat(_grad_array(g)) * u.ravel()).sum())
                          for g, u in zip(grads, us, strict=True)]
@@ -292,7 +292,7 @@ def _rev_derived(s, grad_outputs=None):
         with enable_grad():  # the forward is recorded either way: backward needs the tape
             ys = _outputs(fn, xs)
             sel = [(y, c) for y, c in zip(ys, cos, strict=True) if y.requires_grad and y.dtype.kind == "f"]
-            grads = (_ag.grad([y for y, _ in sel], [xs[i] for i in diff], [c for _, c in sel],
+            grads = (backward.grad([y for y, _ in sel], [xs[i] for i in diff], [c for _, c in sel],
                               create_graph=record, allow_unused=True) if sel else [None] * len(diff))
         res = []
         for g, i in zip(grads, diff, strict=True):
@@ -375,7 +375,7 @@ def _rev_jacobian(s):
                     # by position: outputs may alias
                     gsel = [_wrap(go) if qi == oi else _wrap(xp.zeros(outs[qi].shape, dtype=outs[qi].dtype))
                             for qi in sel]
-                    grads = _ag.grad([outs[qi] for qi in sel], diff_inputs, gsel, retain_graph=True,
+                    grads = backward.grad([outs[qi] for qi in sel], diff_inputs, gsel, retain_graph=True,
                                      allow_unused=True)
                     for r, g in zip(rows, grads, strict=True):
                         ga = _grad_array(g)

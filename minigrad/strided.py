@@ -45,7 +45,7 @@ from .backend import array_module
 from .kernels import as_strided, data_ptr as _ptr
 from .engine import run_op
 from .errors import AxisError
-from .ops._registry import Sample, defop, linear
+from .ops._registry import Sample, defop, linear_jvp
 from .tensor import Tensor
 
 __all__ = ["SumPlan", "sum_plan", "sum", "loops", "layout", "as_strided"]
@@ -368,10 +368,10 @@ def _overlap_samples(rng):
 
 
 WINDOWS = defop("windows", lambda xp, x, spec: _windows_array(x, spec),
-                lambda ctx, g, spec: (ctx.xp.overlap_add(g, spec=spec),), view=True, kind="view", jvp=linear(0),
+                lambda ctx, g, spec: (ctx.xp.overlap_add(g, spec=spec),), view=True, kind="view", jvp=linear_jvp(0),
                 samples=_windows_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
 OVERLAP_ADD = defop("overlap_add", lambda xp, g, spec: _overlap_add_array(g, spec),
-                    lambda ctx, gg, spec: (ctx.xp.windows(gg, spec=spec),), kind="reduce", jvp=linear(0),
+                    lambda ctx, gg, spec: (ctx.xp.windows(gg, spec=spec),), kind="reduce", jvp=linear_jvp(0),
                     samples=_overlap_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
 
 

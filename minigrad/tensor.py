@@ -46,12 +46,12 @@ def wrap(data):
     """A Tensor over the backend array ``data``: no checks, no copy (internal)."""
     t = _new(Tensor)
     t.data = data
-    t._rg = False
+    t._requires_grad = False
     t._grad = None
     t._node = None
-    t._oidx = 0
+    t._output_index = 0
     t._storage = Storage()
-    t._fw = None
+    t._tangents = None
     return t
 
 
@@ -70,7 +70,7 @@ class Tensor:
     # Node that made it (``.grad_fn``) and which of its outputs this is, the storage, forward mode's
     # tangents by level; rarely set ones live in the instance __dict__ and default to the class
     # attributes below
-    __slots__ = ("data", "_rg", "_grad", "_node", "_oidx", "_storage", "_fw", "__dict__", "__weakref__")
+    __slots__ = ("data", "_requires_grad", "_grad", "_node", "_output_index", "_storage", "_tangents", "__dict__", "__weakref__")
     __array_priority__ = 1000  # numpy_array * tensor -> Tensor.__rmul__
     _hooks = None   # gradient hooks of a leaf (a non-leaf's live on its Node)
     _base = None    # the tensor whose storage this view shares

@@ -24,9 +24,9 @@ def _refuse_untracked(t, what):
     """Refuse handing ``t``'s array to code that records nothing (NumPy): a tensor that requires
     grad would lose its gradient there, one that carries a tangent at an active dual level its
     tangent (a derivative silently zero)."""
-    if t._rg:
+    if t._requires_grad:
         raise RuntimeError(_NEEDS_DETACH.format(what=what))
-    level = _state.tangent_level(t._fw)
+    level = _state.tangent_level(t._tangents)
     if level is not None:
         raise RuntimeError(
             f"Can't call {what} a Tensor that carries a tangent (forward mode, dual level {level}): NumPy "
@@ -95,21 +95,21 @@ class TensorMethods:
 
     @property
     def requires_grad(self) -> bool:
-        return self._rg
+        return self._requires_grad
 
     @requires_grad.setter
     def requires_grad(self, value):
         value = bool(value)
         if value:
             check_grad_dtype(self.data.dtype)
-            if not self._rg:
+            if not self._requires_grad:
                 _state.refuse("creating a tensor that requires grad (a new parameter)")
         elif self._node is not None:
             raise RuntimeError(
                 "requires_grad: you can only change requires_grad of leaf tensors; use "
                 "detach() to get a tensor that does not require grad"
             )
-        self._rg = value
+        self._requires_grad = value
 
     @property
     def is_leaf(self) -> bool:
@@ -292,7 +292,7 @@ class TensorMethods:
         """Keep ``.grad`` for this non-leaf tensor after backward."""
         if self._node is None:
             return
-        if not self._rg:
+        if not self._requires_grad:
             raise RuntimeError("retain_grad: the tensor does not require grad")
         self._node.retain = weakref.ref(self)
 
@@ -301,7 +301,7 @@ class TensorMethods:
 
         Returns a handle with ``.remove()``.
         """
-        if not self._rg:
+        if not self._requires_grad:
             raise RuntimeError("register_hook: cannot register a hook on a tensor that does not require grad")
         owner = self if self._node is None else self._node
         if owner._hooks is None:
@@ -319,7 +319,7 @@ class TensorMethods:
             extra.append(f"device='{self.device}'")
         if self._node is not None:
             extra.append(f"grad_fn=<{self._node.op}>")
-        elif self._rg:
+        elif self._requires_grad:
             extra.append("requires_grad=True")
         return "tensor(" + body + "".join(", " + e for e in extra) + ")"
 

@@ -58,7 +58,7 @@ def clean(*results):
             clean(*r)
         elif isinstance(r, mg.Tensor):
             assert not r.requires_grad and r.grad_fn is None, r
-            assert not getattr(r, "_fw", None), r
+            assert not getattr(r, "_tangents", None), r
 
 
 # -- the cases: (name, f(m, *xs), input shapes, scalar output?) ---------------------------------------
@@ -419,7 +419,7 @@ def test_inputs_are_left_as_they_were():
     for r in (F.grad(f)(x), F.jacrev(f)(x), F.jacfwd(f)(x), F.hessian(f)(x), F.vjp(f, x)[0], F.linearize(f, x)[0],
               F.jvp(f, (x,), (x,)), F.hvp(f, (x,), (x,))):
         clean(r)
-    assert not x.requires_grad and x.grad is None and x.grad_fn is None and not getattr(x, "_fw", None)
+    assert not x.requires_grad and x.grad is None and x.grad_fn is None and not getattr(x, "_tangents", None)
     F.grad(lambda w: (w * w).sum())(w)
     assert w.grad is None  # the transform returned the gradient, it accumulated nothing
     F.hessian(lambda w: (w * w * w).sum())(w)

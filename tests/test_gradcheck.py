@@ -383,7 +383,7 @@ def test_order_2_holds_a_rules_tensor_path_to_its_array_path():
         (x,) = ctx.args
         return (3 if ctx.xp is TENSORS else 2) * x * u
 
-    rev_wrong = Op("square_rev_two_ways", lambda xp, x: x * x, rule, save=(0,), jvp=fwAD.linear(0))
+    rev_wrong = Op("square_rev_two_ways", lambda xp, x: x * x, rule, save=(0,), jvp=fwAD.linear_jvp(0))
     fwd_wrong = Op("square_fwd_two_ways", lambda xp, x: x * x, lambda ctx, g: (2 * ctx.saved[0] * g,), save=(0,),
                    jvp=jvp)
     x = leaf((3,), 33)

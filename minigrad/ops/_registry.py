@@ -20,7 +20,7 @@ import numpy as np
 
 from ..engine import OPS, Op
 from ..errors import NAMED_ERRORS, reraise
-from ..forward_ad import derive, linear, multilinear  # noqa: F401 - derived forward-mode rules, named in op rows
+from ..forward_ad import derive, linear_jvp, multilinear_jvp  # noqa: F401 - derived forward-mode rules, named in op rows
 from ..tensor import Tensor
 
 

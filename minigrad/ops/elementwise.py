@@ -98,7 +98,7 @@ def _mul_rule(ctx, g):
     return (None if y is None else g * y), (None if x is None else g * x)
 
 
-mul = row("mul", lambda xp, x, y: x * y, _mul_rule, family=BINARY, cross=True, ufunc="multiply",
+mul = row("mul", lambda xp, x, y: x * y, _mul_rule, family=BINARY, save_for_others=True, ufunc="multiply",
           samples=_binary_samples, torch=lambda th, x, y: x * y, dunders=("__mul__", "__rmul__"),
           numpy=(np.multiply,), doc="x * y with NumPy broadcasting.")
 
@@ -124,7 +124,7 @@ def _scaled_mul_rule(ctx, gg, c):
 
 # c * x * y as one op (rules call ctx.xp.scaled_mul): the gradient of x * x and of x ** 2 (2 g x), one
 # array where two temporaries were
-SCALED_MUL = defop("scaled_mul", _scaled_mul_fwd, _scaled_mul_rule, save=(0, 1), cross=True, broadcast=True,
+SCALED_MUL = defop("scaled_mul", _scaled_mul_fwd, _scaled_mul_rule, save=(0, 1), save_for_others=True, broadcast=True,
                    kind="elementwise", torch=lambda th, x, y, c: c * x * y,
                    samples=lambda rng: [Sample(_r(rng, 3, 4), _r(rng, 3, 4), c=2.0),
                                         Sample(_r(rng, 3, 1), _r(rng, 1, 4), c=-0.5),

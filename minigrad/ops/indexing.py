@@ -14,7 +14,7 @@ from .. import kernels as _k
 from ..engine import run_op
 from ..tensor import Tensor
 from ._registry import Sample, defop, named, public
-from ._registry import as_tensor, linear
+from ._registry import as_tensor, linear_jvp
 from .shape import _r, _shape_args
 
 _ARRAY = object()  # where an index array sits in an index template
@@ -80,7 +80,7 @@ def _getitem_rule(ctx, g, template):
     return (ctx.xp.index_add(g, *ctx.saved, shape=ctx.meta[0][0], template=template),)
 
 
-GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="maybe", kind="view", jvp=linear(0),
+GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="maybe", kind="view", jvp=linear_jvp(0),
                 info=lambda template: {"index": fmt_index(template)},
                 samples=lambda rng: [Sample(_r(rng, 4, 3), template=(1, slice(None))),
                                      Sample(_r(rng, 4, 3), np.array([0, 2, 0]), template=(_ARRAY,))])
@@ -117,7 +117,7 @@ def _index_add_rule(ctx, g, shape, template):
     return (ctx.xp.getitem(g, *ctx.saved, template=template),)
 
 
-INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), kind="other", jvp=linear(0),
+INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), kind="other", jvp=linear_jvp(0),
                   info=lambda shape, template: {"index": fmt_index(template)},
                   samples=lambda rng: [Sample(_r(rng, 3), np.array([0, 2, 0]), shape=(4,), template=(_ARRAY,)),
                                        Sample(_r(rng, 3), shape=(2, 3), template=(1,))])

@@ -73,7 +73,7 @@ from ..engine import Op, run_op, const, edge
 from .. import forward_ad as _fwd
 from ..tensor import Tensor, wrap
 from . import elementwise as E
-from ._registry import Sample, defop, linear
+from ._registry import Sample, defop, linear_jvp
 from .indexing import _ARRAY
 
 # -- the checks ---------------------------------------------------------------
@@ -113,27 +113,27 @@ def _plan(t, op, others):
     """
     if not _state.get().grad:
         return None, False
-    if t._rg and t._node is None:
+    if t._requires_grad and t._node is None:
         raise RuntimeError(
             f"{op}: a leaf tensor that requires grad (shape {t.shape}) cannot be modified in place while "
             "gradients are recorded. Update it under `with mg.no_grad():` (as optimizers do), or write "
             "into a .clone()"
         )
     diff = t.data.dtype.kind in "fc"
-    need = diff and (t._rg or any(isinstance(o, Tensor) and o._rg for o in others))
+    need = diff and (t._requires_grad or any(isinstance(o, Tensor) and o._requires_grad for o in others))
     base = _live_base(t)
     if base is None:
-        return ("self", t._rg) if need else (None, False)
-    if base._rg and base._node is None:
-        if t._rg or need:
+        return ("self", t._requires_grad) if need else (None, False)
+    if base._requires_grad and base._node is None:
+        if t._requires_grad or need:
             raise RuntimeError(
                 f"{op}: this tensor is a view of a leaf that requires grad (shape {base.shape}); it cannot be "
                 "modified in place while gradients are recorded. Write under `with mg.no_grad():`, or into "
                 "a .clone()"
             )
         return None, False  # a detached alias of a leaf: saved versions guard every graph that used it
-    if base._rg:
-        if not t._rg:
+    if base._requires_grad:
+        if not t._requires_grad:
             raise RuntimeError(
                 f"{op}: this tensor shares storage with a tensor in the recorded graph (shape {base.shape}) "
                 "but is not part of that graph (a .detach() of it, or a view taken under no_grad), so the "
@@ -238,8 +238,8 @@ def variant(op: Op, name: str) -> Op:
     object, so the tape and the profile say which write it was."""
     v = _VARIANTS.get((op.name, name))
     if v is None:
-        v = Op(name, op.forward, op.rule, save=op.save, cross=op.cross, save_out=op.save_out, aux=op.aux,
-               broadcast=op.broadcast, kind="inplace", arrays=op.arrays, jvp=op.jvp)
+        v = Op(name, op.forward, op.rule, save=op.save, save_for_others=op.save_for_others, save_out=op.save_out, aux=op.aux,
+               broadcast=op.broadcast, kind="inplace", rule_on_arrays=op.rule_on_arrays, jvp=op.jvp)
         _VARIANTS[(op.name, name)] = v
     return v
 
@@ -251,9 +251,9 @@ def _history(t, copy):
     old._storage = t._storage
     if t._node is not None:
         e = edge(t)  # a stale view is re-derived from its base first
-        old._node, old._oidx = e if isinstance(e, tuple) else (e, 0)
-    old._rg = t._rg
-    old._fw = _fwd.before_write(t)  # forward mode's tangents, read by the op's forward-mode rule
+        old._node, old._output_index = e if isinstance(e, tuple) else (e, 0)
+    old._requires_grad = t._requires_grad
+    old._tangents = _fwd.before_write(t)  # forward mode's tangents, read by the op's forward-mode rule
     return E.clone(old) if copy else old  # a recorded clone, taken before the write
 
 
@@ -263,7 +263,7 @@ def _rebase(t, n, name):
     n.op = name
     if old is not None and old.retain is not None and old.retain() is t:
         n.retain, old.retain = old.retain, None
-    t._node, t._oidx, t._rg = n, 0, True
+    t._node, t._output_index, t._requires_grad = n, 0, True
 
 
 def write(t, op: Op, name: str, others=(), params=None, check=True):
@@ -281,7 +281,7 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
         r = run_op(op, _history(t, 0 in op.save) if _fwd.recorded_tangents(t) else t, *others, **params)
         return _store(t, r, name, check)
     if mode == "self":
-        was_rg = t._rg
+        was_rg = t._requires_grad
         r = run_op(op, _history(t, 0 in op.save), *others, **params)
         _store(t, r, name, check)
         _rebase(t, r._node, name)
@@ -289,7 +289,7 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
             _promote_views(t, None)
         return t
     base = t._base
-    was_rg = base._rg
+    was_rg = base._requires_grad
     pos = _positions(t.data, base.data)
     r = run_op(op, _history(t, 0 in op.save), *others, **params)
     _store(t, r, name, check)
@@ -310,7 +310,7 @@ def _store(t, r, name, check):
     if r.data is not t.data:
         run_op(_ASSIGN, t, r)  # an op, so that a captured step (mg.compile) writes again on each replay
     t._storage.version += 1
-    if r._fw is not None or t._fw is not None:
+    if r._tangents is not None or t._tangents is not None:
         _write_tangents(t, r)
     return t
 
@@ -376,9 +376,9 @@ def _overwrite_rule(ctx, g):
     return ctx.xp.zeros_like(g), g if ctx.parents[1] is not None else None
 
 
-FILL_ = defop("fill_", _fill_fwd, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear(1),
+FILL_ = defop("fill_", _fill_fwd, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear_jvp(1),
               samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
-COPY_ = defop("copy_", _fill_fwd_any, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear(1),
+COPY_ = defop("copy_", _fill_fwd_any, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear_jvp(1),
               samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
 
 
@@ -400,7 +400,7 @@ def _strided_view_rule(ctx, g, offset, shape, strides):
 
 
 STRIDED_VIEW = defop("strided_view", _strided_view_fwd, _strided_view_rule, save=(1,), view=True, kind="view",
-                     jvp=linear(0),
+                     jvp=linear_jvp(0),
                      samples=lambda rng: [Sample(rng.standard_normal((3, 4)), np.array([[1, 5], [2, 6]]), offset=1,
                                                  shape=(2, 2), strides=(1, 4))])
 
@@ -443,7 +443,7 @@ def _as_strided_rule(ctx, g, shape):
 
 
 AS_STRIDED = defop("as_strided", lambda xp, b, pos, shape: b.reshape(-1)[pos], _as_strided_rule, save=(1,),
-                   kind="view", jvp=linear(0),
+                   kind="view", jvp=linear_jvp(0),
                    samples=lambda rng: [Sample(rng.standard_normal((3, 4)), np.array([[1, 5], [1, 9]]),
                                                shape=(3, 4))])
 
@@ -452,11 +452,11 @@ def view_history(v, base, pos):
     """Give the view ``v`` a fresh history: ``v = base.flat[pos]`` of ``base``'s current history."""
     r = run_op(AS_STRIDED, base, pos, shape=tuple(base.data.shape))
     n = r._node
-    n.view_ver = v._storage.version
+    n.view_version = v._storage.version
     old = v._node
     if old is not None and old.retain is not None and old.retain() is v:  # retain_grad() goes along
         n.retain, old.retain = old.retain, None
-    v._node, v._oidx, v._rg = n, 0, True
+    v._node, v._output_index, v._requires_grad = n, 0, True
     return n
 
 
@@ -465,8 +465,8 @@ def refresh_view(x):
     (``engine.edge`` calls this as ``Tensor._refresh_view``; PyTorch regenerates a view's grad_fn so)."""
     n = x._node
     base = _live_base(x)
-    if base is None or not base._rg or _overlapping(base.data):
-        n.view_ver = x._storage.version  # nothing to re-derive from: the history it has is the one there is
+    if base is None or not base._requires_grad or _overlapping(base.data):
+        n.view_version = x._storage.version  # nothing to re-derive from: the history it has is the one there is
         return n
     return view_history(x, base, _positions(x.data, base.data))
 
@@ -478,7 +478,7 @@ def _promote_views(root, done):
     root._storage.views = None
     for w in refs:
         v = w()
-        if v is None or v is done or v._rg or v._node is not None or v._base is not root:
+        if v is None or v is done or v._requires_grad or v._node is not None or v._base is not root:
             continue
         if v.data.dtype.kind == "f" and _shares(v.data, root.data):
             view_history(v, root, _positions(v.data, root.data))

@@ -6,7 +6,7 @@ import numpy as np
 from ..backward import sum_to
 from ..engine import run_op
 from ..tensor import Tensor
-from ._registry import Sample, composite, defop, multilinear, named, public
+from ._registry import Sample, composite, defop, multilinear_jvp, named, public
 
 
 def mixed_floats(op, a, b, other="the second operand") -> TypeError:
@@ -49,7 +49,7 @@ def _mm_samples(rng):
 
 # xp: the operands' module, as run_op found it (no second look-up per call)
 MATMUL = defop("matmul", lambda xp, a, b: xp.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other", ufunc="matmul",
-               jvp=multilinear(), samples=_mm_samples, torch=lambda th, a, b: a @ b)
+               jvp=multilinear_jvp(), samples=_mm_samples, torch=lambda th, a, b: a @ b)
 
 
 @public(MATMUL, method="matmul", dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
@@ -140,8 +140,8 @@ def _mm_tn_rule(ctx, g):
 
 
 # a.T @ b for 2-D a and b: linear's weight gradient (g.T @ x) as one op, not a permute and a matmul
-MATMUL_TN = defop("matmul_tn", lambda xp, a, b: xp.matmul(a.T, b), _mm_tn_rule, save=(0, 1), cross=True,
-                  kind="other", jvp=multilinear(), torch=lambda th, a, b: a.T @ b,
+MATMUL_TN = defop("matmul_tn", lambda xp, a, b: xp.matmul(a.T, b), _mm_tn_rule, save=(0, 1), save_for_others=True,
+                  kind="other", jvp=multilinear_jvp(), torch=lambda th, a, b: a.T @ b,
                   samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 4)))])
 
 
@@ -157,7 +157,7 @@ def _linear_jvp(ctx, tx, tw, tb=None):
     return out
 
 
-LINEAR = defop("linear", _linear_fwd, _linear_rule, save=(0, 1), cross=True, kind="other", jvp=_linear_jvp,
+LINEAR = defop("linear", _linear_fwd, _linear_rule, save=(0, 1), save_for_others=True, kind="other", jvp=_linear_jvp,
                torch=lambda th, x, w, b=None: th.nn.functional.linear(x, w, b),
                samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((4, 3)),
                                            rng.standard_normal(4)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import run_op
-from ._registry import Family, Sample, defop, linear, row
+from ._registry import Family, Sample, defop, linear_jvp, row
 from .reduce import shift_by_max, softmax_forward
 
 
@@ -33,7 +33,7 @@ def _nll_rule(ctx, g, reduction):
     return ctx.xp.nll_loss_backward(g, target, shape=ctx.meta[0][0], reduction=reduction), None
 
 
-NLL = defop("nll_loss", _nll_fwd, _nll_rule, save=(1,), kind="reduce", jvp=linear(0),
+NLL = defop("nll_loss", _nll_fwd, _nll_rule, save=(1,), kind="reduce", jvp=linear_jvp(0),
             info=lambda reduction: {"reduction": reduction},
             torch=lambda th, x, t, reduction: th.nn.functional.nll_loss(x, t, reduction=reduction),
             samples=lambda rng: [Sample(rng.standard_normal((4, 3)), np.array([0, 2, 1, 2]), reduction="mean"),
@@ -53,7 +53,7 @@ def _nll_backward_rule(ctx, gg, shape, reduction):
     return ctx.xp.nll_loss(gg, target, reduction=reduction), None
 
 
-NLL_BACKWARD = defop("nll_loss_backward", _nll_backward_fwd, _nll_backward_rule, save=(1,), kind="other", jvp=linear(0),
+NLL_BACKWARD = defop("nll_loss_backward", _nll_backward_fwd, _nll_backward_rule, save=(1,), kind="other", jvp=linear_jvp(0),
                      samples=lambda rng: [Sample(rng.standard_normal(4), np.array([0, 2, 1, 2]), shape=(4, 3),
                                                  reduction="none"),
                                           Sample(rng.standard_normal(()), np.array([1, 0]), shape=(2, 3),

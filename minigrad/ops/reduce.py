@@ -13,7 +13,7 @@ from ..backend import to_numpy
 from ..engine import run_op
 from ..errors import NAMED_ERRORS, AxisError, reraise
 from ..tensor import Tensor
-from ._registry import Family, Sample, as_tensor, composite, defop, linear, named, public, row
+from ._registry import Family, Sample, as_tensor, composite, defop, linear_jvp, named, public, row
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:
@@ -142,7 +142,7 @@ def _sum_rule(ctx, g, axes, keepdims, dtype=None):
     return (g if g.shape == shape else ctx.xp.broadcast_to(g, shape),)
 
 
-SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", jvp=linear(0), info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
+SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", jvp=linear_jvp(0), info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
     Sample(rng.standard_normal((3, 4)), axes=(), keepdims=False)],
     torch=lambda th, x, axes, keepdims, dtype=None: x.sum(dim=axes, keepdim=keepdims) if axes else x.clone())
 

@@ -8,7 +8,7 @@ from .._util import NOARG
 from .._xp import is_cupy_array
 from ..engine import run_op
 from ..tensor import Tensor
-from ._registry import Sample, as_tensor, composite, defop, linear, named, public
+from ._registry import Sample, as_tensor, composite, defop, linear_jvp, named, public
 from .reduce import _axes_info, _kept, max as _max, min as _min, normalize_axis, result_dtype, sum as _sum
 from .elementwise import where as _where
 
@@ -112,7 +112,7 @@ def _scan_samples(rng):
 
 
 CUMSUM = defop("cumsum", lambda xp, x, axis, dtype=None: xp.cumsum(x, axis=axis, dtype=dtype), _cumsum_rule,
-               kind="reduce", jvp=linear(0), info=lambda axis, dtype=None: {"axis": axis}, samples=_scan_samples,
+               kind="reduce", jvp=linear_jvp(0), info=lambda axis, dtype=None: {"axis": axis}, samples=_scan_samples,
                torch=lambda th, x, axis, dtype=None: th.cumsum(x, axis))
 CUMPROD = defop("cumprod", lambda xp, x, axis, dtype=None: xp.cumprod(x, axis=axis, dtype=dtype), _cumprod_rule,
                 save=(0,), save_out=True, kind="reduce", info=lambda axis, dtype=None: {"axis": axis},

@@ -17,7 +17,7 @@ from ..engine import run_op
 from ..errors import NAMED_ERRORS, AxisError, reraise
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, named, public
-from ._registry import as_tensor, linear
+from ._registry import as_tensor, linear_jvp
 
 
 
@@ -51,7 +51,7 @@ def _r(rng, *shape):
 
 
 RESHAPE = defop("reshape", lambda xp, x, shape: x.reshape(shape), lambda ctx, g, shape: (g.reshape(ctx.meta[0][0]),),
-                view="maybe", kind="view", jvp=linear(0), torch=lambda th, x, shape: x.reshape(shape),
+                view="maybe", kind="view", jvp=linear_jvp(0), torch=lambda th, x, shape: x.reshape(shape),
                 info=lambda shape: {"shape": shape},
                 samples=lambda rng: [Sample(_r(rng, 2, 3, 4), shape=(6, 4)), Sample(_r(rng, 6), shape=(3, 2, 1))])
 
@@ -142,7 +142,7 @@ def _permute_rule(ctx, g, dims):
     return (g.transpose(tuple(np.argsort(dims).tolist())),)
 
 
-PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule, view=True, kind="view", jvp=linear(0),
+PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule, view=True, kind="view", jvp=linear_jvp(0),
                 info=lambda dims: {"dims": dims},
                 torch=lambda th, x, dims: x.permute(dims),
                 samples=lambda rng: [Sample(_r(rng, 2, 3, 4), dims=(2, 0, 1)), Sample(_r(rng, 2, 3), dims=(1, 0)),
@@ -248,7 +248,7 @@ def unsqueeze(x, dim):
 # -- broadcasting -----------------------------------------------------------------------
 
 BROADCAST_TO = defop("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, shape),
-                     lambda ctx, g, shape: (sum_to(g, ctx.meta[0][0]),), view=True, kind="broadcast", jvp=linear(0),
+                     lambda ctx, g, shape: (sum_to(g, ctx.meta[0][0]),), view=True, kind="broadcast", jvp=linear_jvp(0),
                      info=lambda shape: {"shape": shape},
                      torch=lambda th, x, shape: x.broadcast_to(shape),
                      samples=lambda rng: [Sample(_r(rng, 3, 1), shape=(2, 3, 4)), Sample(_r(rng, 4), shape=(3, 4))])
@@ -308,7 +308,7 @@ def _concat_fwd(xp, *xs, axis, sizes):
     return xp.concatenate(xs, axis)
 
 
-CONCATENATE = defop("concatenate", _concat_fwd, _concat_rule, kind="other", jvp=linear(),
+CONCATENATE = defop("concatenate", _concat_fwd, _concat_rule, kind="other", jvp=linear_jvp(),
                     info=lambda axis, sizes: {"axis": axis},
                     torch=lambda th, *xs, axis, sizes: th.cat(xs, axis),
                     samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4, 3), axis=0, sizes=(2, 4)),
@@ -342,7 +342,7 @@ def _stack_rule(ctx, g, axis):
     return tuple(g[pre + (i,)] if p is not None else None for i, p in enumerate(ctx.parents))
 
 
-STACK = defop("stack", lambda xp, *xs, axis: xp.stack(xs, axis), _stack_rule, kind="other", jvp=linear(),
+STACK = defop("stack", lambda xp, *xs, axis: xp.stack(xs, axis), _stack_rule, kind="other", jvp=linear_jvp(),
               info=lambda axis: {"axis": axis},
               torch=lambda th, *xs, axis: th.stack(xs, axis),
               samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 2, 3), axis=1)])
@@ -370,7 +370,7 @@ def stack(tensors, axis=0, *, dim=None):
 
 
 TO = defop("to", lambda xp, x, device, src: _be.to_device(x, device),
-           lambda ctx, g, device, src: (ctx.xp.to(g, device=src, src=device),), kind="other", jvp=linear(0),
+           lambda ctx, g, device, src: (ctx.xp.to(g, device=src, src=device),), kind="other", jvp=linear_jvp(0),
            info=lambda device, src: {"device": device},
            samples=lambda rng: [Sample(_r(rng, 2, 3), device="cpu", src="cpu")])
 

@@ -16,7 +16,7 @@ from .. import backend as _be
 from ..backward import sum_to
 from ..tensor import Tensor
 from . import elementwise as E
-from ._registry import Family, Sample, composite, defop, inplace_method, linear, op_of, public, row
+from ._registry import Family, Sample, composite, defop, inplace_method, linear_jvp, op_of, public, row
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
 from .inplace import COPY_, FILL_, _const, _operand, _same_device, _self, write
 
@@ -84,7 +84,7 @@ def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     bounds = []
     for b in (min, max):
         if isinstance(b, Tensor):
-            if b._rg and _state.get().grad:
+            if b._requires_grad and _state.get().grad:
                 raise TypeError("clamp_: bounds that require grad are not supported in place; use mg.clamp(x, lo, hi)")
             b = _operand(b, op, t)
         elif b is not None:

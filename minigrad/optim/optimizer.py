@@ -11,7 +11,7 @@ from ..tensor import Tensor, wrap as _wrap
 def zero_grads(params, set_to_none: bool = True) -> None:
     """Forget the gradients of ``params`` (``.grad = None``, or zeros): optimizers' and modules'
     ``zero_grad``, again on each replay of a captured step (mg.compile), as the update."""
-    _state.kernel(_zero_grads, tuple(params), set_to_none)
+    _state.array_step(_zero_grads, tuple(params), set_to_none)
 
 
 def _zero_grads(params, set_to_none):
@@ -77,7 +77,7 @@ class Optimizer:
         A captured step (mg.compile) calls the update again on each replay: it reads the
         hyper-parameters (a scheduled ``lr``), the state and the gradients of that moment."""
         loss = self._closure(closure)
-        _state.kernel(self._update)
+        _state.array_step(self._update)
         return loss
 
     def _update(self):
@@ -86,7 +86,7 @@ class Optimizer:
     def _run_schedule(self, advance):
         """``advance()``, a learning-rate schedule's step (lr_scheduler.py), which sets the groups'
         ``lr``: like the update, a captured step (mg.compile) runs it again on each replay."""
-        _state.kernel(advance)
+        _state.array_step(advance)
 
     def _closure(self, closure):
         if closure is None:

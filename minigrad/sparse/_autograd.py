@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import kernels as _k
 from ..engine import run_op
-from ..ops._registry import OnDevice, Sample, defop, linear, multilinear
+from ..ops._registry import OnDevice, Sample, defop, linear_jvp, multilinear_jvp
 from ..ops.indexing import _ARRAY
 from . import _kernels as K
 
@@ -25,7 +25,7 @@ def _segsum_rule(ctx, g, inv, n):
 
 
 SEGMENT_SUM = defop("sparse_segment_sum", lambda xp, v, inv, n: K.segment_sum(xp, v, inv, n), _segsum_rule,
-                    kind="reduce", jvp=linear(0),
+                    kind="reduce", jvp=linear_jvp(0),
                     samples=lambda rng: [Sample(rng.standard_normal((5, 2)), inv=np.array([0, 2, 0, 1, 2]), n=3)])
 
 
@@ -53,7 +53,7 @@ def _binned_samples(rng):
 
 
 BINNED_SUM = defop("sparse_binned_sum", lambda xp, v, groups: K.binned_sum(xp, v, groups), _binned_rule,
-                   kind="reduce", jvp=linear(0), samples=_binned_samples)
+                   kind="reduce", jvp=linear_jvp(0), samples=_binned_samples)
 
 
 def group_sum(v, groups):
@@ -95,7 +95,7 @@ def _todense_rule(ctx, g, rows, shape):
     return (g[tuple(rows)],)
 
 
-TO_DENSE = defop("sparse_to_dense", _todense_fwd, _todense_rule, kind="other", jvp=linear(0),
+TO_DENSE = defop("sparse_to_dense", _todense_fwd, _todense_rule, kind="other", jvp=linear_jvp(0),
                  samples=lambda rng: [Sample(rng.standard_normal(3), rows=(np.array([0, 1, 1]), np.array([2, 0, 2])),
                                              shape=(2, 3))])
 
@@ -131,7 +131,7 @@ def _spmm_rule(ctx, g, rows, cols, nrows):
     return gv, gb
 
 
-SPMM = defop("sparse_matmul", _spmm_fwd, _spmm_rule, save=(0, 1), kind="other", jvp=multilinear(0, 1),
+SPMM = defop("sparse_matmul", _spmm_fwd, _spmm_rule, save=(0, 1), kind="other", jvp=multilinear_jvp(0, 1),
              samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal((3, 2)),
                                          rows=np.array([0, 1, 1]), cols=np.array([2, 0, 2]), nrows=2)])
 

@@ -98,7 +98,7 @@ def _as_values(values, op):
     if isinstance(values, Tensor):
         if values.requires_grad:
             return values
-        if values._fw:  # a dual constant: a view that keeps its tangents (forward mode), as detach would not
+        if values._tangents:  # a dual constant: a view that keeps its tangents (forward mode), as detach would not
             return run_op(_ALIAS, values)
         return values.detach()
     return Tensor(values)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import backward as _ag
+from .. import backward as _backward
 from .. import backend as _be
 from .. import forward_ad as _fw
 from ..ops.elementwise import where
@@ -129,7 +129,7 @@ class SparseTensor:
         receives the upstream gradient at its coordinates; nothing is densified.
         """
         g = self._values_grad_from(grad)
-        _ag.run_backward([self._values], [g], retain_graph=retain_graph or create_graph,
+        _backward.run_backward([self._values], [g], retain_graph=retain_graph or create_graph,
                          create_graph=create_graph)
 
     def _values_grad_from(self, grad):

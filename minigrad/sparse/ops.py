@@ -5,7 +5,7 @@ import numpy as np
 
 from .._util import NOARG, pick
 from ..engine import run_op
-from ..ops._registry import Sample, defop, linear
+from ..ops._registry import Sample, defop, linear_jvp
 from ..ops.reduce import normalize_axis
 from ..ops.reduce import result_dtype as _result_dtype
 from ..ops.reduce import sum as _dense_sum
@@ -17,7 +17,7 @@ from .convert import csr_from_sorted
 from .tensor import SparseCOOTensor, SparseTensor
 
 
-ALIAS = defop("sparse_sum", lambda xp, v: v, lambda ctx, g: (g,), kind="reduce", jvp=linear(0),
+ALIAS = defop("sparse_sum", lambda xp, v: v, lambda ctx, g: (g,), kind="reduce", jvp=linear_jvp(0),
               samples=lambda rng: [Sample(rng.standard_normal(3))])
 
 

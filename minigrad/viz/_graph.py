@@ -39,7 +39,7 @@ class Graph:
     def of_profile(cls, p) -> "Graph":
         """The ops a profile recorded, read from its record (``_read.profile_parts``), so whether
         or not the step's tensors are still alive. Its roots are the ops whose output no recorded
-        op read, each root's tensor the op itself (a ``RecordOp``); ``leaves`` may hold
+        op read, each root's tensor the op itself (a ``RecordView``); ``leaves`` may hold
         ``GoneInput`` records where the tensors are gone."""
         g = cls.__new__(cls)
         ops, g.ins, g.leaves, g.pos = profile_parts(p)

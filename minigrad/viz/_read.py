@@ -5,17 +5,17 @@ the op registry):
 
 * ``op_kind(name)``: how an op is drawn (reduce, broadcast, elementwise, inplace,
   other), from the op registry.
-* ``root_of(t)``: the Node (and output index) behind a tensor (``t._node``, ``t._oidx``;
+* ``root_of(t)``: the Node (and output index) behind a tensor (``t._node``, ``t._output_index``;
   a sparse tensor's history is its values').
 * ``collect(nodes)``: the ops reachable from ``nodes`` in the order they ran
-  (``engine._collect``, which never recurses), as ``Ops``: ``Op`` views by position.
-* ``Op(node)``: one Node as viz reads it. Its fields are the whole surface read:
+  (``engine._collect``, which never recurses), as ``Ops``: ``NodeView`` views by position.
+* ``NodeView(node)``: one Node as viz reads it. Its fields are the whole surface read:
   ``node.op``, ``.parents``, ``.meta``, ``.out_meta``, ``.info``, ``.consts``,
   ``.n_out``, ``.seq``, and on demand ``.freed``, ``.saved_bytes``, ``.retain``.
 * ``fmt_bytes(n)``: byte counts the way the tape prints them.
-* for the graph page (``mg.viz.html``): ``is_node(x)``, ``Op.where`` (the user's ``file:line``,
-  recorded in anomaly mode), ``Op.out_array()`` and ``Op.saved_tensors()`` (values the rule kept),
-  ``fmt_where``, ``is_profile(x)`` / ``profile_parts(p)`` (what a profile recorded: ``RecordOp``
+* for the graph page (``mg.viz.html``): ``is_node(x)``, ``NodeView.where`` (the user's ``file:line``,
+  recorded in anomaly mode), ``NodeView.out_array()`` and ``NodeView.saved_tensors()`` (values the rule kept),
+  ``fmt_where``, ``is_profile(x)`` / ``profile_parts(p)`` (what a profile recorded: ``RecordView``
   views of its ops, their edges, their inputs, drawn whether or not the tensors are alive),
   ``is_program(x)`` / ``program_parts(x)`` (a compiled step's ``step.tape()``).
 """
@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 
 from .. import backward as _bw
-from .. import engine as _ag
+from .. import engine as _engine
 from ..anomaly import fmt_where as _fmt_where
 from ..ops import registry
 from ..profile import Profile as _Profile
@@ -67,7 +67,7 @@ def root_of(t) -> tuple:
         v = getattr(t, "values", None)
         v = v() if callable(v) else v
         node = getattr(v, "_node", None)
-    return node, getattr(t, "_oidx", 0)
+    return node, getattr(t, "_output_index", 0)
 
 
 def collect(nodes) -> Ops:
@@ -81,7 +81,7 @@ fmt_where = _fmt_where
 
 def is_node(x) -> bool:
     """Whether ``x`` is a recorded op (a Node of ``mg.autograd.tape(t)``)."""
-    return type(x) is _ag.Node
+    return type(x) is _engine.Node
 
 
 def is_profile(x) -> bool:
@@ -92,7 +92,7 @@ def is_profile(x) -> bool:
 def profile_parts(p) -> tuple:
     """What a profile recorded, read from its record alone: (ops, ins, leaves, live).
 
-    ``ops``: a ``RecordOp`` per op, in the order they ran; ``ins[i]``: (input index, source) per
+    ``ops``: a ``RecordView`` per op, in the order they ran; ``ins[i]``: (input index, source) per
     recorded input of op ``i``, the source ``("n", position, output index)`` or ``("l", j)``;
     ``leaves[j]``: the leaf tensor while it is alive, else a ``GoneInput`` (also standing for an
     op recorded outside the profile); ``live``: id(Node) -> position for the Nodes still alive
@@ -102,7 +102,7 @@ def profile_parts(p) -> tuple:
         n = r.node()
         if n is not None:
             live[id(n)] = i
-        ops.append(RecordOp(r, n))
+        ops.append(RecordView(r, n))
         ins.append(list(r.inputs))
     leaves = []
     for x in p.inputs:
@@ -141,7 +141,7 @@ def program_parts(x) -> dict:
             "lines": tuple(x.lines), "steps": list(x._steps), "returns": list(x._ret_regs)}
 
 
-class Op:
+class NodeView:
     """One recorded op as viz reads it (a thin view: one small object per op, nothing copied)."""
 
     __slots__ = ("node",)
@@ -159,8 +159,8 @@ class Op:
     freed = property(lambda self: bool(self.node.freed), doc="saved arrays released after backward")
     saved_bytes = property(lambda self: self.node.saved_bytes, doc="bytes saved for backward")
     where = property(lambda self: self.node.__dict__.get("where"), doc="(file, line) in anomaly mode, else None")
-    timing = None  # (forward s, backward s) from a profile's record (RecordOp)
-    gone = False   # whether the Node is gone (RecordOp)
+    timing = None  # (forward s, backward s) from a profile's record (RecordView)
+    gone = False   # whether the Node is gone (RecordView)
 
     def out_array(self):
         """The output's array when the rule kept it (and backward has not released it), else None."""
@@ -182,8 +182,8 @@ class Op:
         return r() if r is not None else None
 
 
-class RecordOp(Op):
-    """One op as a profile recorded it (``profile.OpRecord``), read like ``Op``: the record gives
+class RecordView(NodeView):
+    """One op as a profile recorded it (``profile.OpRecord``), read like ``NodeView``: the record gives
     name, shapes, attributes, times and ``file:line``; the Node, while it is alive, its values."""
 
     __slots__ = ("rec",)
@@ -205,20 +205,20 @@ class RecordOp(Op):
     saved_bytes = property(lambda self: self.rec.saved_bytes if self.node is None else self.node.saved_bytes)
 
     def out_array(self):
-        return None if self.node is None else Op.out_array(self)
+        return None if self.node is None else NodeView.out_array(self)
 
     def saved_tensors(self) -> list:
-        return [] if self.node is None else Op.saved_tensors(self)
+        return [] if self.node is None else NodeView.saved_tensors(self)
 
     def inputs(self) -> list:
-        raise TypeError("RecordOp.inputs: a profile's edges are in profile_parts' ins")
+        raise TypeError("RecordView.inputs: a profile's edges are in profile_parts' ins")
 
     def retained(self):
-        return None if self.node is None else Op.retained(self)
+        return None if self.node is None else NodeView.retained(self)
 
 
 class Ops:
-    """The ops of a graph by position, as ``Op`` views made on access (no long-lived object per op:
+    """The ops of a graph by position, as ``NodeView`` views made on access (no long-lived object per op:
     on a 100 000-op graph those would keep the garbage collector busy)."""
 
     __slots__ = ("nodes",)
@@ -229,11 +229,11 @@ class Ops:
     def __len__(self) -> int:
         return len(self.nodes)
 
-    def __getitem__(self, i) -> Op:
-        return Op(self.nodes[i])
+    def __getitem__(self, i) -> NodeView:
+        return NodeView(self.nodes[i])
 
     def __iter__(self):
-        return map(Op, self.nodes)
+        return map(NodeView, self.nodes)
 
     def position(self) -> dict:
         """id(node) -> position, to find a node handed in by the user (highlight=)."""
@@ -242,7 +242,7 @@ class Ops:
 
 def _inputs(parents) -> list:
     """Per recorded input: (input index, producer, output index, is_node); constants skipped."""
-    Node = _ag.Node
+    Node = _engine.Node
     out = []
     for i, p in enumerate(parents):
         if p is None:
