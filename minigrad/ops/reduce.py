@@ -314,19 +314,20 @@ def std(x, axis=NOARG, keepdims=NOARG, ddof=NOARG, *, dim=NOARG, keepdim=NOARG, 
 
 def _extreme_fwd(name):
     """max's or min's forward: the values, and as ``aux`` the one-hot of PyTorch's ``dim=`` form
-    (True at the returned index along the axis, given as a second input) or None."""
-    def forward(xp, x, *index, axes, keepdims):
+    (``at_index``: True at the index PyTorch returns along the axis, the first extreme) or None."""
+    def forward(xp, x, axes, keepdims, at_index=False):
         out = getattr(x, name)(axes, None, keepdims)
-        if not index:
+        if not at_index:
             return out, None
         (axis,) = axes
+        index = getattr(x, "arg" + name)(axis=axis, keepdims=True)
         pos = xp.arange(x.shape[axis]).reshape((-1,) + (1,) * (x.ndim - axis - 1))
-        return out, pos == _kept(index[0], x.shape, axes, keepdims)
+        return out, pos == index
 
     return forward
 
 
-def _extreme_rule(ctx, g, axes, keepdims):
+def _extreme_rule(ctx, g, axes, keepdims, at_index=False):
     shape = ctx.meta[0][0]
     g = _kept(g, shape, axes, keepdims)
     if ctx.aux is not None:  # PyTorch's dim= form: the gradient goes to the returned index alone (a scatter)
@@ -337,7 +338,7 @@ def _extreme_rule(ctx, g, axes, keepdims):
     return (ctx.xp.where(mask, share, 0.0),)  # ties share the gradient evenly
 
 
-def _extreme_jvp(ctx, t, *_, axes, keepdims):
+def _extreme_jvp(ctx, t, axes, keepdims, at_index=False):
     if ctx.aux is not None:  # the tangent at the returned index (the rule's adjoint)
         return ctx.xp.where(ctx.aux, t, 0.0).sum(axis=axes, keepdims=keepdims)
     x = ctx.args[0]
@@ -345,22 +346,19 @@ def _extreme_jvp(ctx, t, *_, axes, keepdims):
     return ctx.xp.where(mask, t, 0.0).sum(axis=axes, keepdims=keepdims) / mask.sum(axis=axes, keepdims=keepdims)
 
 
-def _extreme_samples(arg):
-    """NumPy's form (``axes``), and PyTorch's ``dim=`` form (the index ``arg`` gives as a second input)."""
-    def samples(rng):
-        x, y = rng.permutation(24).reshape(2, 3, 4) * 0.1, rng.permutation(36).reshape(3, 3, 4) * 0.1
-        return [Sample(x, axes=(1,), keepdims=False),
-                Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True),
-                Sample(y, axes=(2,), keepdims=False),  # square output
-                Sample(x, arg(x, axis=1), axes=(1,), keepdims=False),
-                Sample(y, arg(y, axis=2, keepdims=True), axes=(2,), keepdims=True)]
-
-    return samples
+def _extreme_samples(rng):
+    """NumPy's form (``axes``), and PyTorch's ``dim=`` form (``at_index``: the gradient to the returned index)."""
+    x, y = rng.permutation(24).reshape(2, 3, 4) * 0.1, rng.permutation(36).reshape(3, 3, 4) * 0.1
+    return [Sample(x, axes=(1,), keepdims=False),
+            Sample(rng.permutation(12).reshape(3, 4) * 0.1, axes=(0, 1), keepdims=True),
+            Sample(y, axes=(2,), keepdims=False),  # square output
+            Sample(x, axes=(1,), keepdims=False, at_index=True),
+            Sample(y, axes=(2,), keepdims=True, at_index=True)]
 
 
 def _extreme_torch(amax, name):
-    def oracle(th, x, *index, axes, keepdims):
-        return getattr(th, name)(x, axes[0], keepdims).values if index else getattr(th, amax)(x, axes, keepdims)
+    def oracle(th, x, axes, keepdims, at_index=False):
+        return getattr(th, name)(x, axes[0], keepdims).values if at_index else getattr(th, amax)(x, axes, keepdims)
 
     return oracle
 
@@ -399,7 +397,7 @@ def _extreme_fn(op, name, indices):
         if dim is NOARG or dim is None:
             return x.clone() if not axes else run_op(op, x, axes=axes, keepdims=keepdims)
         index = indices(x, axis=axes[0], keepdims=keepdims)  # PyTorch's spelling, PyTorch's result and gradient
-        return pair(run_op(op, x, index, axes=axes, keepdims=keepdims), index)
+        return pair(run_op(op, x, axes=axes, keepdims=keepdims, at_index=True), index)
 
     fn.__doc__ = (f"{name.capitalize()}imum over the given axes; the gradient is split evenly among ties "
                   f"(``dim=``: it goes to the returned index, as PyTorch's).\n\n"
@@ -426,9 +424,9 @@ argmax = row("argmax", lambda xp, x, axis, keepdims: _int64(xp, x.argmax(axis=ax
 argmin = row("argmin", lambda xp, x, axis, keepdims: _int64(xp, x.argmin(axis=axis, keepdims=keepdims)),
              family=ARG, numpy=(np.argmin,))
 max = row("max", _extreme_fwd("max"), _extreme_rule, family=EXTREME, indices=argmax,  # noqa: A001
-          samples=_extreme_samples(np.argmax), torch=_extreme_torch("amax", "max"), numpy=(np.max,))
+          samples=_extreme_samples, torch=_extreme_torch("amax", "max"), numpy=(np.max,))
 min = row("min", _extreme_fwd("min"), _extreme_rule, family=EXTREME, indices=argmin,  # noqa: A001
-          samples=_extreme_samples(np.argmin), torch=_extreme_torch("amin", "min"), numpy=(np.min,))
+          samples=_extreme_samples, torch=_extreme_torch("amin", "min"), numpy=(np.min,))
 
 ANY = defop("any", lambda xp, x, axis, keepdims: xp.asarray(x.any(axis=axis, keepdims=keepdims)), kind="reduce")
 ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, keepdims=keepdims)), kind="reduce")
