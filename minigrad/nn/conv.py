@@ -27,7 +27,7 @@ import numpy as np
 from .. import autograd as _ag
 from .. import strided as _strided
 from ..engine import run_op
-from ..ops._registry import Sample, composite, defop
+from ..ops._registry import randn as _r, Sample, composite, defop
 from ..ops.einsum import einsum
 from ..ops._registry import as_tensor
 
@@ -287,10 +287,6 @@ def _softmax_dim(ndim):
 
 # -- their registry entries: built from registered ops (pad, windows, einsum...), so each is a
 # composite; the registry test gradchecks and gradgradchecks them from these samples ---------------
-
-def _r(rng, *shape):
-    return rng.standard_normal(shape)
-
 
 _ENTRIES = [
     ("conv2d", conv2d, lambda rng: [Sample(_r(rng, 1, 2, 5, 5), _r(rng, 3, 2, 3, 3), _r(rng, 3)),

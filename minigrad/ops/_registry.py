@@ -55,6 +55,17 @@ class Sample:
         return f"Sample({shapes}, {self.kwargs})"
 
 
+def randn(rng, *shape, low=None, away=None):
+    """A sample array: standard normal values of ``shape`` (from ``low`` up, as ``low + |z|``, when
+    given; nudged 0.3 away from ``away``, a point where the op is not differentiable)."""
+    a = rng.standard_normal(shape)
+    if low is not None:
+        a = low + np.abs(a)
+    if away is not None:
+        a = np.where(np.abs(a - away) < 0.1, a + 0.3, a)
+    return np.asarray(a)
+
+
 class OnDevice:
     """A sample argument built for the device under test: ``OnDevice(lambda xp: ...)`` (an index
     structure that must live beside the arrays, such as a sparse grouping)."""

@@ -12,15 +12,11 @@ from .. import backend as _be
 from ..engine import run_op
 from ..errors import AxisError
 from ..tensor import Tensor
-from ._registry import Sample, as_tensor, composite, defop, named, public
+from ._registry import randn as _r, Sample, as_tensor, composite, defop, named, public
 from .elementwise import where
 from .indexing import index_add
 from .reduce import normalize_axis, sum as _sum
 from .shape import broadcast_to, concatenate, permute, reshape, swapaxes
-
-
-def _r(rng, *shape):
-    return rng.standard_normal(shape)
 
 
 def _ax(axis, ndim, op):

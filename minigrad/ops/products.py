@@ -7,14 +7,10 @@ import numbers
 
 import numpy as np
 
-from ._registry import Sample, as_tensor, composite, named
+from ._registry import randn as _r, Sample, as_tensor, composite, named
 from .einsum import _LETTERS, einsum
 from .join import moveaxis
 from .shape import reshape, stack
-
-
-def _r(rng, *shape):
-    return rng.standard_normal(shape)
 
 
 def _labels(n, start=0):

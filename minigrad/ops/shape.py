@@ -16,7 +16,7 @@ from ..backward import sum_to
 from ..engine import run_op
 from ..errors import NAMED_ERRORS, AxisError, reraise
 from ..tensor import Tensor
-from ._registry import Sample, composite, defop, named, public
+from ._registry import randn as _r, Sample, composite, defop, named, public
 from ._registry import as_tensor, linear_jvp
 
 
@@ -41,10 +41,6 @@ def _axis(a, ndim, op):
     if not -ndim <= a < ndim:
         raise AxisError(f"{op}: dim {a} is out of range for a tensor of ndim {ndim} (valid [{-ndim}, {ndim - 1}])")
     return a + ndim if a < 0 else a
-
-
-def _r(rng, *shape):
-    return rng.standard_normal(shape)
 
 
 # -- reshape / view -------------------------------------------------------------

@@ -16,7 +16,7 @@ from .. import backend as _be
 from ..backward import sum_to
 from ..tensor import Tensor
 from . import elementwise as E
-from ._registry import Family, Sample, composite, defop, inplace_method, linear_jvp, op_of, public, row
+from ._registry import Family, Sample, composite, defop, inplace_method, op_of, public, row
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
 from .inplace import COPY_, FILL_, _const, _operand, _same_device, _self, write
 
