@@ -405,10 +405,12 @@ def unpack_dual(tensor, *, level=None):
     if hasattr(tensor, "_unpack_dual"):  # a tensor of another layout (sparse)
         return UnpackedDualTensor(*tensor._unpack_dual(None if fw is None else fw.ids[-1] if level is None
                                                        else level))
-    if fw is None or not isinstance(tensor, Tensor) or tensor._tangents is None:
+    if fw is None or not isinstance(tensor, Tensor) or (tensor._tangents is None and tensor._base is None):
         return UnpackedDualTensor(tensor, None)
     level = fw.ids[-1] if level is None else level
-    t = tensor._tangents.get(level)
+    t = tensor._tangents.get(level) if tensor._tangents is not None else None
+    if t is None and tensor._base is not None:  # a view taken before its base got a tangent
+        t = _from_base(tensor, level)
     if t is None:
         return UnpackedDualTensor(tensor, None)
     outer = tuple(i for i in fw.ids if i < level)

@@ -133,10 +133,10 @@ def _qr_signs(x0, which):
     return lambda th, x: th.linalg.qr(x)[1] * d[..., :, None]
 
 
-def _eigh_signs(x0):
-    V = torch.linalg.eigh(_lsym(torch, x0.detach()))[1]
-    d = torch.tensor(np.sign((np.linalg.eigh(x0.detach().numpy())[1] * V.numpy()).sum(axis=-2)))
-    return lambda th, x: th.linalg.eigh(_lsym(th, x))[1] * d[..., None, :]
+def _eigh_signs(x0, upper=False):
+    V = torch.linalg.eigh(_lsym(torch, x0.detach(), upper))[1]
+    d = torch.tensor(np.sign((np.linalg.eigh(x0.detach().numpy(), "U" if upper else "L")[1] * V.numpy()).sum(axis=-2)))
+    return lambda th, x, upper=False: th.linalg.eigh(_lsym(th, x, upper))[1] * d[..., None, :]
 
 
 def _svd_signs(x0, which, full):
@@ -159,7 +159,7 @@ def _svd_signs(x0, which, full):
 _SIGN_FIXED = {
     "qr_q": lambda x0: _qr_signs(x0, 0),
     "qr_r": lambda x0: _qr_signs(x0, 1),
-    "eigh_vectors": lambda x0: _eigh_signs(x0),
+    "eigh_vectors": lambda x0, upper=False: _eigh_signs(x0, upper),
     "svd_u": lambda x0, full: _svd_signs(x0, 0, full),
     "svd_vh": lambda x0, full: _svd_signs(x0, 1, full),
 }
