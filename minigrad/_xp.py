@@ -32,6 +32,18 @@ def array_module(*arrays):
     return np if xp is None else xp
 
 
+def shares_memory(a, b) -> bool:
+    """Whether the arrays ``a`` and ``b`` may overlap in memory. An empty array shares none, and
+    arrays on two devices share none."""
+    if a.size == 0 or b.size == 0:
+        return False
+    try:
+        xp = array_module(a, b)
+    except RuntimeError:
+        return False
+    return bool(xp.may_share_memory(a, b))
+
+
 def device_of(a) -> str:
     """The device string of a backend array: 'cpu' or 'cuda:N'."""
     return f"cuda:{a.device.id}" if is_cupy_array(a) else "cpu"

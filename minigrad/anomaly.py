@@ -136,10 +136,9 @@ class _Anomaly:
                 self.raise_pending(None)
 
     def recorded(self, node):
-        if "where" not in node.__dict__:  # an autograd.Function's Node is reported twice
-            node.where = user_where()
-            if self.stack:
-                node.stack = user_stack()
+        node.where = user_where()
+        if self.stack:
+            node.stack = user_stack()
         if self._pending is not None:
             self.raise_pending(node)
 

@@ -12,7 +12,7 @@ import numpy as np
 from . import _state
 from . import backend as _be
 from . import tensor as _tensor
-from .tensor import Storage, Tensor, wrap as _wrap
+from .tensor import Tensor, wrap as _wrap
 
 _rng = np.random.default_rng()
 
@@ -20,13 +20,7 @@ _rng = np.random.default_rng()
 def init(self, data, dtype=None, requires_grad=False, device=None):
     """``Tensor(data, dtype=None, requires_grad=False, device=None)``: ``data`` (a Tensor, an array,
     a number, nested lists) as a backend array, without a copy where none is needed."""
-    self.data = _state.array_step(_to_array, data, dtype, device)
-    self._requires_grad = False
-    self._grad = None
-    self._node = None
-    self._output_index = 0
-    self._storage = Storage()
-    self._tangents = None
+    _tensor.fields(self, _state.array_step(_to_array, data, dtype, device))
     if requires_grad:
         self.requires_grad = True
 

@@ -143,7 +143,7 @@ def run_op(op: Op, *args, **params):
     if not isinstance(out, _nd):
         out = _as_array(out)
     r = wrap(out)                                         # 3. the output
-    if op.view and (op.view is True or _shares(out, datas[0])):
+    if op.view and (op.view is True or out.size == 0 or _xp.shares_memory(out, datas[0])):  # empty: a view still
         _share_storage(r, args[0])
     if record and out.dtype.kind == "f":                  # 4. the record
         n = r._node = _record(op, args, datas, params, aux, out, r._storage, mode)
@@ -246,10 +246,6 @@ def _as_array(out):
     return np.asarray(out) if isinstance(out, np.generic) else out
 
 
-def _shares(out, xd) -> bool:
-    return out.size == 0 or xd.size == 0 or bool(_xp.array_module(xd).may_share_memory(out, xd))
-
-
 def _share_storage(r, x):
     """Make ``r`` a view of ``x``: the same storage (version counter), the same base. A view of
     storage that records nothing is remembered in its Storage's ``views`` (weakly, dead ones
@@ -272,8 +268,7 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
     outs = tuple(_as_array(o) for o in outs)
     ts = tuple(wrap(o) for o in outs)
     if record and any(o.dtype.kind == "f" for o in outs):
-        n = _record(op, args, datas, params, aux, outs[0], ts[0]._storage, mode)
-        n.n_out = len(outs)
+        n = _record(op, args, datas, params, aux, outs[0], ts[0]._storage, mode, len(outs))
         for k, t in enumerate(ts):
             if t.data.dtype.kind == "f":
                 t._node, t._output_index, t._requires_grad = n, k, True
@@ -282,7 +277,7 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
     return ts
 
 
-def _record(op, args, datas, params, aux, out, out_storage, mode):
+def _record(op, args, datas, params, aux, out, out_storage, mode, n_out=1):
     """The Node for one call of ``op``: its inputs' edges, what the rule saves, their versions."""
     n = Node()
     n.op, n.definition = op.name, op
@@ -301,11 +296,19 @@ def _record(op, args, datas, params, aux, out, out_storage, mode):
     n.saved, vers = _save(op, args, datas, n.parents, n_grad) if op.save else ((), ())
     n._out = out if op.save_out else None
     n.saved_versions = vers + ((out_storage, out_storage.version, -1),) if op.save_out else vers
-    for o in mode.observers:
+    if n_out != 1:
+        n.n_out = n_out
+    if mode.observers and op.kind != "function":  # a Function's Node is reported once complete (function.py)
+        report(n, args, datas, mode.observers)
+    return n
+
+
+def report(n, args, datas, observers):
+    """Show the observers (a profile, anomaly mode, check_ops) the Node ``n`` just recorded."""
+    for o in observers:
         o.recorded(n)
         if getattr(o, "wants_inputs", False):  # mg.autograd.check_ops: the op's operands as called
             o.inputs(n, args, datas)
-    return n
 
 
 def edge(x):

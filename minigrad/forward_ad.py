@@ -26,6 +26,7 @@ import numpy as np
 from . import _state
 from . import backend as _be
 from . import kernels as _k
+from ._xp import shares_memory
 from .engine import OPS, TENSORS, Op, _positions, run_op, array_namespace
 from .tensor import Tensor, wrap
 
@@ -463,7 +464,7 @@ def zero_tangent(t, level):
     """A zero tangent for ``t`` at ``level``; for a view, a view of its base's tangent (made
     zero where the base has none), so that a write through the view reaches it."""
     base = t._base
-    if base is None or base.data.size == 0 or not _shares(t.data, base.data):
+    if base is None or base.data.size == 0 or not shares_memory(t.data, base.data):
         z = wrap(_be.array_module(t.data).zeros(t.shape, dtype=t.dtype))
         _set(t, level, z)
         return z
@@ -499,14 +500,10 @@ def _view_tangent(v, base, level):
     return z
 
 
-def _shares(a, b):
-    return a.size > 0 and bool(_be.array_module(b).may_share_memory(a, b))
-
-
 def _from_base(a, level):
     """A view that carries no tangent of a base that does (the base got it by a write after the
     view was taken): the view of the base's tangent. None when there is none."""
     base = a._base
-    if tangent_of(base, level) is None or a.data.dtype.kind != "f" or not _shares(a.data, base.data):
+    if tangent_of(base, level) is None or a.data.dtype.kind != "f" or not shares_memory(a.data, base.data):
         return None
     return _view_tangent(a, base, level)

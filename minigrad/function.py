@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import _state
 from . import backend as _be
-from .engine import Op, run_op
+from .engine import Op, report, run_op
 from .ops.inplace import COPY_, write
 from .ops.meta import zeros_like
 from .tensor import Tensor, wrap
@@ -172,8 +172,10 @@ class Function:
             node.saved = tuple(s for s in saved if isinstance(s, Tensor))  # counted, and released after backward
             node.saved_versions += tuple((s._storage, s._storage.version, f"saved tensor {i}") for i, s in enumerate(saved)
                                if isinstance(s, Tensor))
-            for o in _state.get().observers:
-                o.recorded(node)
+            observers = _state.get().observers
+            if observers:  # the engine leaves a Function's Node to be reported here, complete
+                run_args = _positional(args)
+                report(node, run_args, [a.data if isinstance(a, Tensor) else a for a in run_args], observers)
             nd = getattr(ctx, "_non_diff", ())
             for k, o in enumerate(outs):
                 if any(r is returned[k] for r in nd):

@@ -155,11 +155,6 @@ class Profile:
 
     def recorded(self, node) -> None:
         self._get(node.op).saved_bytes += node.saved_bytes
-        i = self._pos.get(node.seq)
-        if i is not None:  # an autograd.Function's Node comes twice: the second time, saved and outputs set
-            r = self.records[i]
-            r.saved_bytes, r.n_out = node.saved_bytes, max(r.n_out, node.n_out)
-            return
         r = OpRecord()
         share = self._shared.setdefault  # a step's ops repeat shapes and lines: one tuple each
         r.op, r.seq, r.n_out = node.op, node.seq, node.n_out
@@ -190,9 +185,6 @@ class Profile:
             if j is None:  # recorded outside the profile
                 out.append((i, ("l", self._outside(p, k, meta[i]))))
                 continue
-            r = self.records[j]
-            if k >= r.n_out:  # the engine sets a multi-output op's n_out after reporting it
-                r.n_out = k + 1
             out.append((i, ("n", j, k)))
         return tuple(out)
 

@@ -42,9 +42,9 @@ class Storage:
 _new = object.__new__
 
 
-def wrap(data):
-    """A Tensor over the backend array ``data``: no checks, no copy (internal)."""
-    t = _new(Tensor)
+def fields(t, data):
+    """Give the Tensor ``t`` its fields, the one place that sets them: the array ``data``, and no
+    gradient, history, shared storage or tangents yet. Returns ``t``."""
     t.data = data
     t._requires_grad = False
     t._grad = None
@@ -53,6 +53,11 @@ def wrap(data):
     t._storage = Storage()
     t._tangents = None
     return t
+
+
+def wrap(data):
+    """A Tensor over the backend array ``data``: no checks, no copy (internal)."""
+    return fields(_new(Tensor), data)
 
 
 class Tensor:

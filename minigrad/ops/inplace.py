@@ -66,6 +66,7 @@ import numpy as np
 from .. import _state
 from .. import backend as _be
 from ..creation import own_copy
+from .._xp import shares_memory
 from ..kernels import as_strided as _as_strided
 from ..kernels import overlapping as _overlapping
 from ..kernels import view_positions as _positions
@@ -89,19 +90,10 @@ def _readonly(a) -> bool:
     return flags is not None and getattr(flags, "writeable", True) is False
 
 
-def _shares(a, b) -> bool:
-    if a.size == 0 or b.size == 0:
-        return False
-    try:
-        return bool(_be.array_module(a, b).may_share_memory(a, b))
-    except RuntimeError:  # different devices
-        return False
-
-
 def _live_base(t):
     """The base whose storage ``t`` writes into, or None (not a view, or no longer sharing memory)."""
     b = t._base
-    if b is None or not _shares(t.data, b.data):
+    if b is None or not shares_memory(t.data, b.data):
         return None
     return b
 
@@ -480,5 +472,5 @@ def _promote_views(root, done):
         v = w()
         if v is None or v is done or v._requires_grad or v._node is not None or v._base is not root:
             continue
-        if v.data.dtype.kind == "f" and _shares(v.data, root.data):
+        if v.data.dtype.kind == "f" and shares_memory(v.data, root.data):
             view_history(v, root, _positions(v.data, root.data))
