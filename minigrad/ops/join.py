@@ -33,15 +33,10 @@ def _index(x, axis, idx):
     return x[(slice(None),) * axis + (idx,)]
 
 
-def _row(name, samples, numpy=None, method=None, torch=None):
-    np_fn = getattr(np, name) if numpy is None else numpy
-    return composite(name, samples=samples, numpy=(np_fn,) if np_fn else (), method=method, torch=torch)
-
-
 # -- rearranging axes -------------------------------------------------------------------------------
 
 
-@_row("moveaxis", lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1), Sample(_r(rng, 2, 3, 4), (0, 1), (2, 0))],
+@composite("moveaxis", numpy=(np.moveaxis,), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1), Sample(_r(rng, 2, 3, 4), (0, 1), (2, 0))],
       torch=lambda th, x, s, d: th.movedim(x, s, d))
 @named("moveaxis")
 def moveaxis(a, source, destination):
@@ -59,7 +54,7 @@ def moveaxis(a, source, destination):
     return permute(a, tuple(order))
 
 
-@_row("rollaxis", lambda rng: [Sample(_r(rng, 2, 3, 4), 2), Sample(_r(rng, 2, 3, 4), 0, 3)])
+@composite("rollaxis", numpy=(np.rollaxis,), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 2), Sample(_r(rng, 2, 3, 4), 0, 3)])
 @named("rollaxis")
 def rollaxis(a, axis, start=0):
     """Roll ``axis`` backwards until it lies before ``start`` (NumPy's older moveaxis)."""
@@ -77,7 +72,7 @@ def rollaxis(a, axis, start=0):
     return permute(a, tuple(order))
 
 
-@_row("expand_dims", lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), (0, -1))])
+@composite("expand_dims", numpy=(np.expand_dims,), samples=lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), (0, -1))])
 @named("expand_dims")
 def expand_dims(a, axis):
     """Insert size-1 axes at the positions ``axis`` (an int or a tuple) of the result."""
@@ -106,25 +101,35 @@ def _atleast(n, arys, name):
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _atleast_row(n):
-    name = f"atleast_{n}d"
-
-    def fn(*arys):
-        return _atleast(n, arys, name)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Each input with at least {n} dims (NumPy's placement of the new axes); one or a tuple."
-    return _row(name, lambda rng: [Sample(np.asarray(rng.standard_normal())), Sample(_r(rng, 3)),
-                                   Sample(_r(rng, 2, 3))])(named(name)(fn))
+def _atleast_samples(rng):
+    return [Sample(np.asarray(rng.standard_normal())), Sample(_r(rng, 3)), Sample(_r(rng, 2, 3))]
 
 
-atleast_1d, atleast_2d, atleast_3d = (_atleast_row(n) for n in (1, 2, 3))
+@composite("atleast_1d", numpy=(np.atleast_1d,), samples=_atleast_samples)
+@named("atleast_1d")
+def atleast_1d(*arys):
+    """Each input with at least 1 dim (NumPy's placement of the new axes); one or a tuple."""
+    return _atleast(1, arys, "atleast_1d")
+
+
+@composite("atleast_2d", numpy=(np.atleast_2d,), samples=_atleast_samples)
+@named("atleast_2d")
+def atleast_2d(*arys):
+    """Each input with at least 2 dims (NumPy's placement of the new axes); one or a tuple."""
+    return _atleast(2, arys, "atleast_2d")
+
+
+@composite("atleast_3d", numpy=(np.atleast_3d,), samples=_atleast_samples)
+@named("atleast_3d")
+def atleast_3d(*arys):
+    """Each input with at least 3 dims (NumPy's placement of the new axes); one or a tuple."""
+    return _atleast(3, arys, "atleast_3d")
 
 
 # -- repeating and rearranging elements ----------------------------------------------------------
 
 
-@_row("repeat", lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), np.array([1, 0, 2]), axis=1),
+@composite("repeat", numpy=(np.repeat,), samples=lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), np.array([1, 0, 2]), axis=1),
                              Sample(_r(rng, 2, 3), 2, axis=-2)], method="repeat")
 @named("repeat")
 def repeat(a, repeats, axis=None):
@@ -142,7 +147,7 @@ def repeat(a, repeats, axis=None):
     return _index(a, axis, idx)
 
 
-@_row("tile", lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), (2, 1, 2)), Sample(_r(rng, 3), (2, 2))])
+@composite("tile", numpy=(np.tile,), samples=lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), (2, 1, 2)), Sample(_r(rng, 3), (2, 2))])
 @named("tile")
 def tile(A, reps):  # noqa: N803 - NumPy's name
     """The tensor repeated ``reps`` times along each axis (NumPy's ``tile``)."""
@@ -156,7 +161,7 @@ def tile(A, reps):  # noqa: N803 - NumPy's name
     return reshape(broadcast_to(reshape(a, inter), full), tuple(r * s for r, s in zip(reps, a.shape, strict=True)))
 
 
-@_row("roll", lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), -1, 1), Sample(_r(rng, 2, 3), (1, 2), (0, 1))],
+@composite("roll", numpy=(np.roll,), samples=lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), -1, 1), Sample(_r(rng, 2, 3), (1, 2), (0, 1))],
       torch=lambda th, x, shift, axis=None: th.roll(x, shift, axis))
 @named("roll")
 def roll(a, shift, axis=None):
@@ -175,7 +180,7 @@ def roll(a, shift, axis=None):
     return a
 
 
-@_row("flip", lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 2), 1), Sample(_r(rng, 2, 3, 2), (0, -1))],
+@composite("flip", numpy=(np.flip,), samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 2), 1), Sample(_r(rng, 2, 3, 2), (0, -1))],
       method="flip")
 @named("flip")
 def flip(m, axis=None):
@@ -185,21 +190,21 @@ def flip(m, axis=None):
     return m[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(m.ndim))]
 
 
-@_row("fliplr", lambda rng: [Sample(_r(rng, 2, 3))])
+@composite("fliplr", numpy=(np.fliplr,), samples=lambda rng: [Sample(_r(rng, 2, 3))])
 @named("fliplr")
 def fliplr(m):
     """Reverse the columns (axis 1)."""
     return flip(m, 1)
 
 
-@_row("flipud", lambda rng: [Sample(_r(rng, 2, 3))])
+@composite("flipud", numpy=(np.flipud,), samples=lambda rng: [Sample(_r(rng, 2, 3))])
 @named("flipud")
 def flipud(m):
     """Reverse the rows (axis 0)."""
     return flip(m, 0)
 
 
-@_row("rot90", lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3, 4), -1, (1, 2))],
+@composite("rot90", numpy=(np.rot90,), samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3, 4), -1, (1, 2))],
       torch=lambda th, x, k=1, axes=(0, 1): th.rot90(x, k, axes))
 @named("rot90")
 def rot90(m, k=1, axes=(0, 1)):
@@ -234,7 +239,7 @@ def _pad_index(n, before, after, mode):
     return np.where(i >= n, p - i, i)
 
 
-@_row("pad", lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), ((1, 0), (2, 1)), constant_values=0.5),
+@composite("pad", numpy=(np.pad,), samples=lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), ((1, 0), (2, 1)), constant_values=0.5),
                           Sample(_r(rng, 2, 3), ((1, 2), (0, 1)), "edge"), Sample(_r(rng, 3, 4), 2, "reflect"),
                           Sample(_r(rng, 2, 3), ((0, 2), (4, 1)), mode="wrap")])
 @named("pad")
@@ -274,33 +279,45 @@ def _two(rng, *shape):
     return [_r(rng, *shape), _r(rng, *shape)]
 
 
-def _join(name, fn, doc, samples):
-    def f(tup):
-        return fn([as_tensor(t, name) for t in tup])
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
-    return _row(name, samples)(named(name)(f))
+def _tensors(tup, name):
+    return [as_tensor(t, name) for t in tup]
 
 
-vstack = _join("vstack", lambda ts: concatenate(_seq(atleast_2d(*ts)), axis=0),
-               "Stack along the first axis (1-D inputs become rows).",
-               lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 1, 3)])])
-hstack = _join("hstack", lambda ts: concatenate(_seq(atleast_1d(*ts)), axis=0 if all(t.ndim <= 1 for t in ts) else 1),
-               "Stack along the second axis (the first for 1-D inputs).",
-               lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 2, 1)])])
-dstack = _join("dstack", lambda ts: concatenate(_seq(atleast_3d(*ts)), axis=2), "Stack along the third axis.",
-               lambda rng: [Sample(_two(rng, 3)), Sample(_two(rng, 2, 3))])
-column_stack = _join("column_stack", lambda ts: concatenate([reshape(t, (-1, 1)) if t.ndim < 2 else t for t in ts], axis=1),
-                     "1-D inputs as columns, stacked along the second axis.",
-                     lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 3), _r(rng, 3, 2)])])
+@composite("vstack", numpy=(np.vstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 1, 3)])])
+@named("vstack")
+def vstack(tup):
+    """Stack along the first axis (1-D inputs become rows)."""
+    return concatenate(_seq(atleast_2d(*_tensors(tup, "vstack"))), axis=0)
+
+
+@composite("hstack", numpy=(np.hstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 2, 1)])])
+@named("hstack")
+def hstack(tup):
+    """Stack along the second axis (the first for 1-D inputs)."""
+    ts = _tensors(tup, "hstack")
+    return concatenate(_seq(atleast_1d(*ts)), axis=0 if all(t.ndim <= 1 for t in ts) else 1)
+
+
+@composite("dstack", numpy=(np.dstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample(_two(rng, 2, 3))])
+@named("dstack")
+def dstack(tup):
+    """Stack along the third axis."""
+    return concatenate(_seq(atleast_3d(*_tensors(tup, "dstack"))), axis=2)
+
+
+@composite("column_stack", numpy=(np.column_stack,),
+           samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 3), _r(rng, 3, 2)])])
+@named("column_stack")
+def column_stack(tup):
+    """1-D inputs as columns, stacked along the second axis."""
+    return concatenate([reshape(t, (-1, 1)) if t.ndim < 2 else t for t in _tensors(tup, "column_stack")], axis=1)
 
 
 def _seq(v):
     return list(v) if isinstance(v, tuple) else [v]
 
 
-@_row("append", lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4)), Sample(_r(rng, 2, 3), _r(rng, 1, 3), axis=0)])
+@composite("append", numpy=(np.append,), samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4)), Sample(_r(rng, 2, 3), _r(rng, 1, 3), axis=0)])
 @named("append")
 def append(arr, values, axis=None):
     """``values`` appended to ``arr`` (both flattened when ``axis`` is None)."""
@@ -333,39 +350,50 @@ def _split(x, sections, axis, name, equal):
             for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-@_row("split", lambda rng: [Sample(_r(rng, 4, 3), 2), Sample(_r(rng, 4, 3), [1, 2], axis=1)])
+@composite("split", numpy=(np.split,), samples=lambda rng: [Sample(_r(rng, 4, 3), 2), Sample(_r(rng, 4, 3), [1, 2], axis=1)])
 @named("split")
 def split(ary, indices_or_sections, axis=0):
     """Equal sections (an int that divides the axis) or cuts at the given indices: a list of views."""
     return _split(ary, indices_or_sections, axis, "split", True)
 
 
-@_row("array_split", lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 4, 3), [1, 3], axis=0)])
+@composite("array_split", numpy=(np.array_split,), samples=lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 4, 3), [1, 3], axis=0)])
 @named("array_split")
 def array_split(ary, indices_or_sections, axis=0):
     """As ``split``, where an int need not divide the axis (the first sections are one longer)."""
     return _split(ary, indices_or_sections, axis, "array_split", False)
 
 
-def _split_row(name, axis_of, doc):
-    def f(ary, indices_or_sections):
-        a = as_tensor(ary, name)
-        return _split(a, indices_or_sections, axis_of(a), name, True)
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = doc
-    return _row(name, lambda rng: [Sample(_r(rng, 4, 4, 2), 2)])(named(name)(f))
+def _split_samples(rng):
+    return [Sample(_r(rng, 4, 4, 2), 2)]
 
 
-hsplit = _split_row("hsplit", lambda a: 0 if a.ndim == 1 else 1, "``split`` along the second axis (the first for 1-D).")
-vsplit = _split_row("vsplit", lambda a: 0, "``split`` along the first axis.")
-dsplit = _split_row("dsplit", lambda a: 2, "``split`` along the third axis.")
+@composite("hsplit", numpy=(np.hsplit,), samples=_split_samples)
+@named("hsplit")
+def hsplit(ary, indices_or_sections):
+    """``split`` along the second axis (the first for 1-D)."""
+    a = as_tensor(ary, "hsplit")
+    return _split(a, indices_or_sections, 0 if a.ndim == 1 else 1, "hsplit", True)
+
+
+@composite("vsplit", numpy=(np.vsplit,), samples=_split_samples)
+@named("vsplit")
+def vsplit(ary, indices_or_sections):
+    """``split`` along the first axis."""
+    return _split(as_tensor(ary, "vsplit"), indices_or_sections, 0, "vsplit", True)
+
+
+@composite("dsplit", numpy=(np.dsplit,), samples=_split_samples)
+@named("dsplit")
+def dsplit(ary, indices_or_sections):
+    """``split`` along the third axis."""
+    return _split(as_tensor(ary, "dsplit"), indices_or_sections, 2, "dsplit", True)
 
 
 # -- taking ---------------------------------------------------------------------------------------
 
 
-@_row("take", lambda rng: [Sample(_r(rng, 3, 4), np.array([0, 2, 2])), Sample(_r(rng, 3, 4), np.array([[3], [0]]), axis=1),
+@composite("take", numpy=(np.take,), samples=lambda rng: [Sample(_r(rng, 3, 4), np.array([0, 2, 2])), Sample(_r(rng, 3, 4), np.array([[3], [0]]), axis=1),
                            Sample(_r(rng, 3, 4), 1, axis=-1)], method="take")
 @named("take")
 def take(a, indices, axis=None):
@@ -377,7 +405,7 @@ def take(a, indices, axis=None):
     return _index(a, _ax(axis, a.ndim, "take"), indices)
 
 
-@_row("take_along_axis", lambda rng: [Sample(_r(rng, 3, 4), np.array([[0, 3], [1, 1], [2, 0]]), axis=1),
+@composite("take_along_axis", numpy=(np.take_along_axis,), samples=lambda rng: [Sample(_r(rng, 3, 4), np.array([[0, 3], [1, 1], [2, 0]]), axis=1),
                                       Sample(_r(rng, 3, 4), np.array([[2, 0, 1, 1]]), axis=0)],
       torch=lambda th, x, i, axis: th.take_along_dim(x, i, axis))
 @named("take_along_axis")
@@ -410,7 +438,7 @@ def argsort(a, axis=-1, kind=None, order=None):
     return run_op(ARGSORT, a, axis=_ax(axis, a.ndim, "argsort"))
 
 
-@_row("sort", lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 0), Sample(_r(rng, 3, 4), None)])
+@composite("sort", numpy=(np.sort,), samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 0), Sample(_r(rng, 3, 4), None)])
 @named("sort")
 def sort(a, axis=-1, kind=None, order=None):
     """A sorted copy along ``axis`` (flattened when None); each value's gradient goes back to
@@ -424,7 +452,7 @@ def sort(a, axis=-1, kind=None, order=None):
 # -- diagonals and triangles --------------------------------------------------------------------------
 
 
-@_row("diagonal", lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 3, 4), -2),
+@composite("diagonal", numpy=(np.diagonal,), samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 3, 4), -2),
                                Sample(_r(rng, 2, 3, 4), 0, 2, 1), Sample(_r(rng, 2, 3, 3), axis1=-1, axis2=-2)],
       method="diagonal", torch=lambda th, x, offset=0, axis1=0, axis2=1: th.diagonal(x, offset, axis1, axis2))
 @named("diagonal")
@@ -442,7 +470,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
     return a[..., np.arange(length) + r0, np.arange(length) + c0]
 
 
-@_row("trace", lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 2, 3, 3), 0, 1, 2)],
+@composite("trace", numpy=(np.trace,), samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 2, 3, 3), 0, 1, 2)],
       method="trace")
 @named("trace")
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
@@ -450,7 +478,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     return _sum(diagonal(a, offset, axis1, axis2), -1, dtype=dtype)
 
 
-@_row("diag", lambda rng: [Sample(_r(rng, 3)), Sample(_r(rng, 3), 1), Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), -1)],
+@composite("diag", numpy=(np.diag,), samples=lambda rng: [Sample(_r(rng, 3)), Sample(_r(rng, 3), 1), Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), -1)],
       torch=lambda th, x, k=0: th.diag(x, k))
 @named("diag")
 def diag(v, k=0):
@@ -466,23 +494,32 @@ def diag(v, k=0):
     return index_add((n, n), (i + max(-k, 0), i + max(k, 0)), v)
 
 
-def _tri(name, lower):
-    def f(m, k=0):
-        m = as_tensor(m, name)
-        if m.ndim < 2:
-            raise ValueError(f"{name}: input must be at least 2-D, got shape {m.shape}")
-        n, c = m.shape[-2], m.shape[-1]
-        mask = _xp(m).tri(n, c, k if lower else k - 1, dtype=bool)
-        zero = 0.0 if m.dtype.kind == "f" else 0
-        out = where(mask, m, zero) if lower else where(mask, zero, m)
-        return out if out.dtype == m.dtype else out.astype(m.dtype)
-
-    f.__name__ = f.__qualname__ = name
-    f.__doc__ = f"The {'lower' if lower else 'upper'} triangle (on and {'below' if lower else 'above'} the " \
-                f"``k``-th diagonal) of the last two axes; zeros elsewhere, with no gradient there."
-    return _row(name, lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 2, 3, 3), -1)],
-                torch=lambda th, x, k=0: getattr(th, name)(x, k))(named(name)(f))
+def _triangle(m, k, lower, name):
+    m = as_tensor(m, name)
+    if m.ndim < 2:
+        raise ValueError(f"{name}: input must be at least 2-D, got shape {m.shape}")
+    n, c = m.shape[-2], m.shape[-1]
+    mask = _xp(m).tri(n, c, k if lower else k - 1, dtype=bool)
+    zero = 0.0 if m.dtype.kind == "f" else 0
+    out = where(mask, m, zero) if lower else where(mask, zero, m)
+    return out if out.dtype == m.dtype else out.astype(m.dtype)
 
 
-tril = _tri("tril", True)
-triu = _tri("triu", False)
+def _tri_samples(rng):
+    return [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 2, 3, 3), -1)]
+
+
+@composite("tril", numpy=(np.tril,), samples=_tri_samples, torch=lambda th, x, k=0: th.tril(x, k))
+@named("tril")
+def tril(m, k=0):
+    """The lower triangle (on and below the ``k``-th diagonal) of the last two axes; zeros elsewhere,
+    with no gradient there."""
+    return _triangle(m, k, True, "tril")
+
+
+@composite("triu", numpy=(np.triu,), samples=_tri_samples, torch=lambda th, x, k=0: th.triu(x, k))
+@named("triu")
+def triu(m, k=0):
+    """The upper triangle (on and above the ``k``-th diagonal) of the last two axes; zeros elsewhere,
+    with no gradient there."""
+    return _triangle(m, k, False, "triu")

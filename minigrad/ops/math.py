@@ -8,7 +8,6 @@ functions have a zero gradient: their results are recorded and require grad, as 
 """
 from __future__ import annotations
 
-import inspect
 import math
 
 import numpy as np
@@ -39,25 +38,28 @@ def _away_from_ints(rng):
     return [Sample(a(3, 4)), Sample(a(5)), Sample(np.asarray(a()))]
 
 
-def _alias(name, target, samples, doc, numpy=True):
-    """``mg.<name>``: NumPy's name for a minigrad op (its own row, gradchecked), which takes over the
-    op's NumPy function (``np.<name>(t)`` lands here)."""
-    def fn(*args, **kwargs):
-        return target(*args, **kwargs)
-
-    fn.__signature__ = inspect.signature(target)  # NumPy's arguments map onto the op's parameters
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
+def _numpy_of(target):
+    """The NumPy functions that dispatch to ``target`` (a minigrad op's public function), taken from
+    it: NumPy's own name for the op (``negative`` for ``neg``) takes them over."""
     of = registry()[op_of(target).name]
-    np_fns = of.numpy if numpy else ()
-    of.numpy = ()
-    return composite(name, samples=samples, kind="elementwise", numpy=np_fns)(named(name)(fn))
+    fns, of.numpy = of.numpy, ()
+    return fns
 
 
 # -- unary -------------------------------------------------------------------------------------
 
-negative = _alias("negative", _ew.neg, _unary_samples(), "-x, elementwise (NumPy's name for ``neg``).")
-absolute = _alias("absolute", _ew.abs, _unary_samples(away=0.0), "|x|, elementwise (NumPy's name for ``abs``).")
+@composite("negative", kind="elementwise", numpy=_numpy_of(_ew.neg), samples=_unary_samples())
+@named("negative")
+def negative(x):
+    """-x, elementwise (NumPy's name for ``neg``)."""
+    return _ew.neg(x)
+
+
+@composite("absolute", kind="elementwise", numpy=_numpy_of(_ew.abs), samples=_unary_samples(away=0.0))
+@named("absolute")
+def absolute(x):
+    """|x|, elementwise (NumPy's name for ``abs``)."""
+    return _ew.abs(x)
 positive = row("positive", lambda xp, x: xp.positive(x), lambda ctx, g: (g,), family=UNARY, samples=_unary_samples(),
                torch=lambda th, x: th.positive(x).clone(), numpy=(np.positive,))
 fabs = row("fabs", lambda xp, x: xp.fabs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),), family=UNARY, save=(0,),
@@ -149,17 +151,48 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
 
 # -- binary ------------------------------------------------------------------------------------
 
-subtract = _alias("subtract", _ew.sub, _binary_samples, "x - y with broadcasting (NumPy's name for ``sub``).")
-multiply = _alias("multiply", _ew.mul, _binary_samples, "x * y with broadcasting (NumPy's name for ``mul``).")
-divide = _alias("divide", _ew.div, lambda rng: _binary_samples(rng, low=0.5),
-                "x / y, true division (NumPy's name for ``div``; also ``mg.true_divide``).")
-true_divide = _alias("true_divide", _ew.div, lambda rng: _binary_samples(rng, low=0.5),
-                     "x / y, true division (NumPy's name for ``div``; ``np.true_divide`` is ``np.divide``).",
-                     numpy=False)
-power = _alias("power", _ew.pow, lambda rng: _binary_samples(rng, low=0.5),
-               "x ** y with broadcasting (NumPy's name for ``pow``).")
-remainder = _alias("remainder", _ew.mod, lambda rng: [Sample(_r(rng, 3, 4, low=0.3) * 3, _r(rng, 3, 4, low=0.7))],
-                   "x % y, NumPy's sign convention (NumPy's name for ``mod``).")
+@composite("subtract", kind="elementwise", numpy=_numpy_of(_ew.sub), samples=_binary_samples)
+@named("subtract")
+def subtract(x, y):
+    """x - y with broadcasting (NumPy's name for ``sub``)."""
+    return _ew.sub(x, y)
+
+
+@composite("multiply", kind="elementwise", numpy=_numpy_of(_ew.mul), samples=_binary_samples)
+@named("multiply")
+def multiply(x, y):
+    """x * y with broadcasting (NumPy's name for ``mul``)."""
+    return _ew.mul(x, y)
+
+
+@composite("divide", kind="elementwise", numpy=_numpy_of(_ew.div), samples=lambda rng: _binary_samples(rng, low=0.5))
+@named("divide")
+def divide(x, y):
+    """x / y, true division (NumPy's name for ``div``; also ``mg.true_divide``)."""
+    return _ew.div(x, y)
+
+
+@composite("true_divide", kind="elementwise", samples=lambda rng: _binary_samples(rng, low=0.5))
+@named("true_divide")
+def true_divide(x, y):
+    """x / y, true division (NumPy's name for ``div``; ``np.true_divide`` is ``np.divide``)."""
+    return _ew.div(x, y)
+
+
+@composite("power", kind="elementwise", numpy=_numpy_of(_ew.pow), samples=lambda rng: _binary_samples(rng, low=0.5))
+@named("power")
+def power(x, y):
+    """x ** y with broadcasting (NumPy's name for ``pow``)."""
+    return _ew.pow(x, y)
+
+
+@composite("remainder", kind="elementwise", numpy=_numpy_of(_ew.mod),
+           samples=lambda rng: [Sample(_r(rng, 3, 4, low=0.3) * 3, _r(rng, 3, 4, low=0.7))])
+@named("remainder")
+def remainder(x, y):
+    """x % y, NumPy's sign convention (NumPy's name for ``mod``)."""
+    return _ew.mod(x, y)
+
 
 FLOAT_POWER = defop("float_power", lambda xp, x, y: xp.float_power(x, y), _ew._pow_rule, save=(0, 1), broadcast=True,
                     kind="elementwise", ufunc="float_power", torch=lambda th, x, y: th.float_power(x, y),

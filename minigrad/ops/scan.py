@@ -233,20 +233,23 @@ def _weights(weights, x):
     return Tensor(np.asarray(weights), device=x.device)
 
 
-def _am(name, fn):
-    @named(name)
-    def am(x, axis=None, keepdims=False):
-        return fn(x, axis=axis, keepdims=keepdims)
-
-    am.__name__ = am.__qualname__ = name
-    am.__doc__ = f"NumPy's ``{name}``: ``{fn.__name__}`` over ``axis`` (values only; ties share the gradient)."
-    return composite(name, kind="reduce", numpy=(getattr(np, name),), samples=lambda rng: [
-        Sample(rng.permutation(12).reshape(3, 4) * 0.1, 1),
-        Sample(rng.permutation(6).reshape(2, 3) * 0.3, axis=-1, keepdims=True)])(am)
+def _am_samples(rng):
+    return [Sample(rng.permutation(12).reshape(3, 4) * 0.1, 1),
+            Sample(rng.permutation(6).reshape(2, 3) * 0.3, axis=-1, keepdims=True)]
 
 
-amax = _am("amax", _max)
-amin = _am("amin", _min)
+@composite("amax", kind="reduce", numpy=(np.amax,), samples=_am_samples)
+@named("amax")
+def amax(x, axis=None, keepdims=False):
+    """NumPy's ``amax``: ``max`` over ``axis`` (values only; ties share the gradient)."""
+    return _max(x, axis=axis, keepdims=keepdims)
+
+
+@composite("amin", kind="reduce", numpy=(np.amin,), samples=_am_samples)
+@named("amin")
+def amin(x, axis=None, keepdims=False):
+    """NumPy's ``amin``: ``min`` over ``axis`` (values only; ties share the gradient)."""
+    return _min(x, axis=axis, keepdims=keepdims)
 
 
 @composite("ptp", kind="reduce", numpy=(np.ptp,), samples=lambda rng: [
