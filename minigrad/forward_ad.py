@@ -27,7 +27,7 @@ from . import _state
 from . import backend as _be
 from . import kernels as _k
 from ._xp import shares_memory
-from .engine import OPS, TENSORS, Op, _positions, run_op, array_namespace
+from .engine import OPS, TENSORS, _positions, run_op, array_namespace
 from .tensor import Tensor, wrap
 
 _ids = itertools.count(1)
@@ -345,14 +345,6 @@ def _current(fn):
     return fw
 
 
-def _identity_view(xp, x):
-    return x
-
-
-# ``make_dual``'s and ``unpack_dual``'s primal: ``x`` itself (a view, the gradient passes through)
-_ALIAS = Op("alias", _identity_view, lambda ctx, g: (g,), view=True, kind="view", jvp=linear_jvp(0))
-
-
 def make_dual(primal, tangent, *, level=None):
     """``primal`` carrying ``tangent`` at the innermost dual level: a view of ``primal`` (the same
     storage and history). ``tangent`` must have the primal's shape, dtype and device."""
@@ -365,7 +357,7 @@ def make_dual(primal, tangent, *, level=None):
     tangent = _check_tangent(primal, tangent)
     token = _state.set_levels(fw.inside(tuple(i for i in fw.ids if i < level)))
     try:
-        d = run_op(_ALIAS, primal)  # the outer levels' tangents ride along
+        d = run_op(OPS["alias"], primal)  # (ops/shape.py's) the outer levels' tangents ride along
     finally:
         _state.reset(token)
     _set(d, level, tangent)
@@ -417,7 +409,7 @@ def unpack_dual(tensor, *, level=None):
     outer = tuple(i for i in fw.ids if i < level)
     token = _state.set_levels(fw.inside(outer))
     try:
-        p = run_op(_ALIAS, tensor)
+        p = run_op(OPS["alias"], tensor)
     finally:
         _state.reset(token)
     return UnpackedDualTensor(p, t)

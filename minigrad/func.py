@@ -27,9 +27,9 @@ from . import _state
 from . import backend as _be
 from .backward import grad as _grad
 from .engine import Node, run_op
-from .forward_ad import _ALIAS, dual_level, make_dual, tangent_of, unpack_dual
+from .forward_ad import dual_level, make_dual, tangent_of, unpack_dual
 from .grad_mode import enable_grad, is_grad_enabled
-from .ops.shape import stack as _stack
+from .ops.shape import ALIAS, stack as _stack
 from .tensor import Tensor, wrap
 
 __all__ = ["grad", "grad_and_value", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize", "vjp"]
@@ -378,7 +378,7 @@ def _enter(x, connect, private):
     if _is_sparse(x):
         return x._with_values(_enter(x._grad_target(), connect, private))
     if connect and x._requires_grad:
-        return run_op(_ALIAS, x)  # (the identity, whose gradient and tangent pass through: make_dual's view)
+        return run_op(ALIAS, x)  # (the identity, whose gradient and tangent pass through: make_dual's view)
     leaf = x.detach().requires_grad_()
     private.add(id(leaf))
     return _redual(leaf, x, cut=False)

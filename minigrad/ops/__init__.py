@@ -58,6 +58,8 @@ def _bind() -> None:
     """Tensor's methods and operators: its own (``tensor_methods``), then the registry's."""
     _tensor_methods.bind()
     for op in registry().values():
+        for name, write in op.inplace.items():  # (an in-place op's entry has no frontend of its own)
+            setattr(Tensor, name, write)
         fn = op.frontend
         if fn is None:
             continue
@@ -66,8 +68,6 @@ def _bind() -> None:
         for name in op.dunders:
             reflected = name.startswith("__r") and name not in ("__round__",)
             setattr(Tensor, name, _reflected(fn) if reflected else fn)
-        for name, write in op.inplace.items():
-            setattr(Tensor, name, write)
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = elementwise.abs
     Tensor.T = property(lambda self: shape.transpose(self), doc="The dims reversed (a view).")

@@ -112,10 +112,14 @@ def defop(name, forward, rule=None, *, samples=None, torch=None, **options) -> O
     """Define and register a primitive op: the engine's record (``engine.Op``'s options), and its
     registry entry with the ``samples`` its tests use and its ``torch`` oracle. Returns the record.
     An elementwise op's forward-mode rule is derived from its gradient rule unless ``jvp`` is given
-    (``forward_ad.derive``)."""
+    (``forward_ad.derive``); any other differentiable op must give ``jvp``, or defop refuses it."""
     if name in _REGISTRY:
         raise ValueError(f"defop: an op named {name!r} is already registered")
     options["jvp"] = derive(options.get("jvp"), rule, options.get("kind", "other"))
+    if rule is not None and options["jvp"] is None:
+        raise TypeError(f"defop: op {name!r} has a gradient rule but no forward-mode rule, and only an elementwise "
+                        "op's is derived: give jvp= (linear_jvp(i) for an op linear in input i, multilinear_jvp() for "
+                        "one linear in each input, or a rule jvp(ctx, *tangents, **params)), or kind='elementwise'")
     op = OPS[name] = Op(name, forward, rule, **options)
     _REGISTRY[name] = Entry(op, samples, torch)
     return op
@@ -161,6 +165,16 @@ def named(name):
 def op_of(fn) -> Op:
     """The op whose public function is ``fn`` (``mg.mul`` -> the ``mul`` op)."""
     return _OP_OF[fn]
+
+
+def inplace_op(of: Op, name: str) -> Op:
+    """The op that writes ``of``'s result into a tensor under the name ``name`` (``mul_`` for
+    ``mul``): ``of``'s forward, rules, samples and oracle, registered as an op of its own, so that
+    the tape, the profile and the pictures say which write it was."""
+    entry = _REGISTRY[of.name]
+    return defop(name, of.forward, of.rule, samples=entry.samples, torch=entry.torch, kind="inplace", save=of.save,
+                 save_for_others=of.save_for_others, save_out=of.save_out, aux=of.aux, broadcast=of.broadcast,
+                 rule_on_arrays=of.rule_on_arrays, jvp=of.jvp)
 
 
 def inplace_method(op, fn, *names) -> None:
@@ -210,7 +224,7 @@ def row(name, forward=None, rule=None, *, family, doc=None, method=True, dunders
     """
     extra = {k: options.pop(k) for k in family.reads if k in options}
     if family.inplace:
-        op = op_of(extra.pop("of"))
+        op = inplace_op(op_of(extra.pop("of")), name)
     else:
         if rule is not None and family.ufunc and numpy and numpy[0] is getattr(np, name, None):
             options.setdefault("ufunc", name)  # forward(xp, *a) is xp.<name>(*a) (the registry test proves it)

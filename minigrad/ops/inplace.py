@@ -222,20 +222,6 @@ def _same_device(op, a, b):
 
 # -- committing a write: every write goes through run_op ---------------------------------------
 
-_VARIANTS: dict = {}
-
-
-def variant(op: Op, name: str) -> Op:
-    """``op`` under an in-place name (``mul`` as ``mul_``): the same forward and the same rule
-    object, so the tape and the profile say which write it was."""
-    v = _VARIANTS.get((op.name, name))
-    if v is None:
-        v = Op(name, op.forward, op.rule, save=op.save, save_for_others=op.save_for_others, save_out=op.save_out, aux=op.aux,
-               broadcast=op.broadcast, kind="inplace", rule_on_arrays=op.rule_on_arrays, jvp=op.jvp)
-        _VARIANTS[(op.name, name)] = v
-    return v
-
-
 def _history(t, copy):
     """A Tensor standing for ``t`` before the write: its history, and its values (a recorded
     clone when the rule will read them after ``t`` is overwritten)."""
@@ -268,7 +254,6 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
     grad_others = tuple(o for o in others if isinstance(o, Tensor))
     mode, self_rg = _plan(t, name, grad_others)
     _prepare_storage(t, name)
-    op = variant(op, name)
     if mode is None:  # nothing the write reads requires grad (its tangents may: run_op records those)
         r = run_op(op, _history(t, 0 in op.save) if _fwd.recorded_tangents(t) else t, *others, **params)
         return _store(t, r, name, check)
@@ -346,7 +331,7 @@ def _assign(xp, t, value):
     return t
 
 
-_ASSIGN = Op("assign", _assign)  # the write itself: ``t[...] = value``, no gradient of its own
+_ASSIGN = defop("assign", _assign, kind="inplace")  # the write itself: ``t[...] = value``, no gradient of its own
 
 
 # -- the overwriting ops (``fill_``, ``copy_``: writes.py), which a tangent's own write uses too ---------

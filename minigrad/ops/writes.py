@@ -16,7 +16,7 @@ from .. import backend as _be
 from ..backward import sum_to
 from ..tensor import Tensor
 from . import elementwise as E
-from ._registry import Family, Sample, composite, defop, inplace_method, op_of, public, row
+from ._registry import Family, Sample, composite, defop, inplace_method, inplace_op, op_of, public, row
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
 from .inplace import COPY_, FILL_, _const, _operand, _same_device, _self, write
 
@@ -75,6 +75,9 @@ def floor_divide_(t, other):
     return write(t, FLOOR_DIVIDE_, "floor_divide_", (od,))
 
 
+CLAMP_ = inplace_op(E.CLIP, "clamp_")
+
+
 def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     """Clamp into ``[min, max]`` in place (either may be None); gradient 1 inside, bounds included."""
     op = "clamp_"
@@ -90,7 +93,7 @@ def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
         elif b is not None:
             b = _operand(b, op, t)
         bounds.append(b)
-    return write(t, E.CLIP, op, (), {"lo": bounds[0], "hi": bounds[1]})
+    return write(t, CLAMP_, op, (), {"lo": bounds[0], "hi": bounds[1]})
 
 
 clip_ = clamp_
@@ -268,7 +271,7 @@ def _strip_ones(shape, ndim):
 # -- their public faces (bound as Tensor methods by minigrad.ops) ---------------------------------
 
 inplace_method(op_of(E.floordiv), floor_divide_, "floor_divide_", "__ifloordiv__")
-inplace_method(E.CLIP, clamp_, "clamp_", "clip_")
+inplace_method(CLAMP_, clamp_, "clamp_", "clip_")
 public(FILL_, method="fill_", export=False)(fill_)
 public(COPY_, method="copy_", export=False)(copy_)
 public(SETITEM, dunders=("__setitem__",), export=False)(setitem)

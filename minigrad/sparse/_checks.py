@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import run_op
-from ..forward_ad import _ALIAS
+from ..ops.shape import ALIAS
 from ..tensor import Tensor
 from . import _kernels as K
 from .base import SparseTensor
@@ -99,7 +99,7 @@ def _as_values(values, op):
         if values.requires_grad:
             return values
         if values._tangents:  # a dual constant: a view that keeps its tangents (forward mode), as detach would not
-            return run_op(_ALIAS, values)
+            return run_op(ALIAS, values)
         return values.detach()
     return Tensor(values)
 
