@@ -12,6 +12,7 @@ arrays is refused, so loading an untrusted file never runs code.
 """
 from __future__ import annotations
 
+import ast
 import io
 import json
 import math
@@ -210,10 +211,7 @@ def load(path, device=None):
 
 
 _NPY_MAGIC = np.lib.format.MAGIC_PREFIX
-try:  # version 3.0 headers (utf-8 field names) have no public reader
-    from numpy.lib._format_impl import _read_array_header as _read_array_header_3_0
-except ImportError:  # numpy 1.x
-    _read_array_header_3_0 = getattr(np.lib.format, "_read_array_header", None)
+_HEADER_CHARS = 10000  # numpy's default max_header_size, which its public 1.0 / 2.0 readers apply
 _MAXDIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32  # NPY_MAXDIMS
 _CHUNK = 1 << 20  # array data is read in pieces this big, so memory follows the bytes really there
 _PICKLE_PROBE = 1 << 20  # how much of an unrecognised file is parsed (never run) to tell a pickle
@@ -338,7 +336,8 @@ def _listed_entries(f):
 
 
 def _read_npy_header(fh, what):
-    """(shape, fortran_order, dtype) from an .npy header, read with numpy's own parser."""
+    """(shape, fortran_order, dtype) from an .npy header, read with numpy's parsers (version 3.0:
+    numpy's private one, or ``_npy_header_3_0`` where this numpy has none)."""
     fmt = np.lib.format
     try:
         version = fmt.read_magic(fh)
@@ -346,13 +345,64 @@ def _read_npy_header(fh, what):
             return fmt.read_array_header_1_0(fh)
         if version == (2, 0):
             return fmt.read_array_header_2_0(fh)
-        if version == (3, 0) and _read_array_header_3_0 is not None:
-            return _read_array_header_3_0(fh, version)
+        if version == (3, 0):  # utf-8 field names; numpy has no public reader for these
+            numpy_reader = _numpy_header_reader()
+            return numpy_reader(fh, version) if numpy_reader else _npy_header_3_0(fh)
         raise ValueError(f"unsupported .npy format version {version}")
     except (ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError, RecursionError, OverflowError) as e:
         # numpy re-parses a header that fails as Python 2 text, with tokenize; sorting the keys of
         # a header with str and bytes keys, for its own message, raises TypeError
         raise CorruptFileError(f"load: {what} has a damaged .npy header ({_why(e)})") from None
+
+
+def _numpy_header_reader():
+    """numpy's private reader of every .npy header version, or None where this numpy has none:
+    ``numpy.lib._format_impl._read_array_header`` (numpy 2), ``numpy.lib.format._read_array_header``
+    (numpy 1.x). Looked up at each use, so the tests can take it away."""
+    try:
+        from numpy.lib._format_impl import _read_array_header
+    except ImportError:
+        _read_array_header = getattr(np.lib.format, "_read_array_header", None)
+    return _read_array_header
+
+
+def _npy_header_3_0(fh):
+    """(shape, fortran_order, dtype) of a version 3.0 .npy header, after its magic: a 4-byte
+    little-endian length, then that many bytes of utf-8 text, a Python dict literal with exactly
+    the keys 'descr', 'fortran_order' and 'shape' (numpy's format docs). Checked as numpy checks
+    it; ``ast.literal_eval`` builds literals and runs nothing. ValueError when malformed."""
+    (length,) = struct.unpack("<I", _read_header_bytes(fh, 4))
+    if length > 4 * _HEADER_CHARS:  # utf-8 takes at most 4 bytes a character; refused before reading
+        raise ValueError(f"header of {length} bytes; numpy reads at most {_HEADER_CHARS} characters")
+    text = _read_header_bytes(fh, length).decode("utf-8")
+    if len(text) > _HEADER_CHARS:
+        raise ValueError(f"header of {len(text)} characters; numpy reads at most {_HEADER_CHARS}")
+    d = ast.literal_eval(text)
+    if not isinstance(d, dict):
+        raise ValueError(f"header is not a dictionary: {_short(d)}")
+    if d.keys() != {"descr", "fortran_order", "shape"}:
+        raise ValueError(f"header keys are {sorted(map(repr, d))}, expected 'descr', 'fortran_order', 'shape'")
+    shape, fortran_order = d["shape"], d["fortran_order"]
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) for n in shape)):
+        raise ValueError(f"shape is not valid: {_short(shape)}")
+    if not isinstance(fortran_order, bool):
+        raise ValueError(f"fortran_order is not a valid bool: {_short(fortran_order)}")
+    try:
+        dtype = np.lib.format.descr_to_dtype(d["descr"])
+    except TypeError:
+        raise ValueError(f"descr is not a valid dtype descriptor: {_short(d['descr'])}") from None
+    return shape, fortran_order, dtype
+
+
+def _read_header_bytes(fh, n):
+    """Exactly ``n`` bytes of a header from ``fh``; ValueError at the end of the file."""
+    data = b""
+    while len(data) < n:
+        chunk = fh.read(n - len(data))
+        if not chunk:
+            raise ValueError(f"EOF: reading array header, expected {n} bytes got {len(data)}")
+        data += chunk
+    return data
 
 
 def _read_npy(fh, size, where, entry, exact=True):
