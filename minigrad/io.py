@@ -326,13 +326,52 @@ def _read_npz(f, end, where):
 
 def _listed_entries(f):
     """How many entries the zip's end record says it has, or None. zipfile walks the directory by
-    its byte size only, so one damaged length there silently drops the entries after it."""
-    end_record = getattr(zipfile, "_EndRecData", None)  # private, in every CPython 3
+    its byte size only, so one damaged length there silently drops the entries after it. zipfile has
+    no public reader of that count: its private ``_EndRecData`` (the record zipfile itself opened
+    the archive with), or ``_zip_entry_count`` where this Python has none."""
+    end_record = getattr(zipfile, "_EndRecData", None)  # private, in every CPython 3 so far
     try:
-        record = end_record(f) if end_record else None
+        if end_record is None:
+            return _zip_entry_count(f)
+        record = end_record(f)
     except (OSError, ValueError, struct.error):
         return None  # zipfile itself has read this record: what it took is what is there
     return record[getattr(zipfile, "_ECD_ENTRIES_TOTAL", 4)] if record else None
+
+
+# the zip records that end an archive (PKWARE's APPNOTE.TXT 4.3.14-4.3.16), little-endian
+_END = struct.Struct("<4s4H2LH")  # signature, disk numbers (2), entries here, entries in all, size, offset, comment
+_END64_LOCATOR = struct.Struct("<4sLQL")  # signature, disk, offset of the zip64 end record, disks
+_END64 = struct.Struct("<4sQ2H2L4Q")  # signature, size, versions (2), disks (2), entries here, in all, size, offset
+
+
+def _zip_entry_count(f):
+    """The entry count in all of the zip in ``f``'s end of central directory record, or of the zip64
+    record before it where a zip64 locator precedes it; None where there is no end record. Found
+    where zipfile finds it: the file's last 22 bytes when they are a record with no comment, else
+    the last record signature in the final 64 KiB + 22 bytes (the comment is at most 64 KiB)."""
+    size = f.seek(0, os.SEEK_END)
+    if size < _END.size:
+        return None
+    f.seek(size - _END.size)
+    record = f.read(_END.size)
+    at = size - _END.size
+    if not (record[:4] == b"PK\x05\x06" and record[-2:] == b"\0\0"):  # not there, or with a comment
+        at = max(size - (1 << 16) - _END.size, 0)
+        f.seek(at)
+        tail = f.read()
+        found = tail.rfind(b"PK\x05\x06")
+        record = tail[found : found + _END.size]
+        if found < 0 or len(record) != _END.size:
+            return None
+        at += found
+    count = _END.unpack(record)[4]
+    if at >= _END64_LOCATOR.size + _END64.size:
+        f.seek(at - _END64_LOCATOR.size - _END64.size)
+        zip64 = f.read(_END64.size + _END64_LOCATOR.size)
+        if zip64[_END64.size : _END64.size + 4] == b"PK\x06\x07" and zip64[:4] == b"PK\x06\x06":
+            count = _END64.unpack(zip64[: _END64.size])[7]
+    return count
 
 
 def _read_npy_header(fh, what):

@@ -607,10 +607,17 @@ def test_load_fuzz_damaged_files_fail_cleanly(tmp_path):
 # the same checks with the private names.
 
 _NUMPY_HEADER_READERS = ["numpy.lib._format_impl._read_array_header", "numpy.lib.format._read_array_header"]
-_TAKE_AWAY = {  # case: (private names to take away, modules whose import is to fail), the fallback it reaches
-    "nothing": ([], [], None),
-    "numpy _read_array_header": (_NUMPY_HEADER_READERS, [], "_npy_header_3_0"),
-    "numpy.lib._format_impl": (_NUMPY_HEADER_READERS[1:], ["numpy.lib._format_impl"], "_npy_header_3_0"),
+_TAKE_AWAY = {  # case: (private names to take away, modules whose import is to fail), the fallbacks it reaches
+    "nothing": ([], [], set()),
+    "numpy _read_array_header": (_NUMPY_HEADER_READERS, [], {"_npy_header_3_0"}),
+    "numpy.lib._format_impl": (_NUMPY_HEADER_READERS[1:], ["numpy.lib._format_impl"], {"_npy_header_3_0"}),
+    "zipfile._EndRecData": (["zipfile._EndRecData"], [], {"_zip_entry_count"}),
+    "zipfile._ECD_ENTRIES_TOTAL": (["zipfile._ECD_ENTRIES_TOTAL"], [], set()),  # its value, 4, is written in io
+    "all of them": (
+        _NUMPY_HEADER_READERS + ["zipfile._EndRecData", "zipfile._ECD_ENTRIES_TOTAL"],
+        ["numpy.lib._format_impl"],
+        {"_npy_header_3_0", "_zip_entry_count"},
+    ),
 }
 
 
@@ -624,7 +631,8 @@ def _take_away(monkeypatch, names, modules):
         vars(stand_in).update({k: v for k, v in vars(real).items() if k != attr})
         monkeypatch.setitem(sys.modules, module_name, stand_in)  # for `from module import attr`
         parent, _, child = module_name.rpartition(".")
-        monkeypatch.setattr(sys.modules[parent], child, stand_in)  # for `numpy.lib.format.attr`
+        if parent:
+            monkeypatch.setattr(sys.modules[parent], child, stand_in)  # for `numpy.lib.format.attr`
         for k, v in list(vars(mg.io).items()):
             if v is real:  # for io's `zipfile.attr`
                 monkeypatch.setattr(mg.io, k, stand_in)
@@ -639,6 +647,21 @@ def _counting(monkeypatch, name):
     return calls
 
 
+def _as_zip64(data, count=None):
+    """``data`` (a zip) with a zip64 end record and locator before its end record, which then says
+    0xFFFF entries and leaves the directory's size and offset to the zip64 record. That record says
+    ``count`` entries (default: the real count)."""
+    at = len(data) - 22
+    while data[at : at + 4] != b"PK\x05\x06" or at + 22 + int.from_bytes(data[at + 20 : at + 22], "little") != len(data):
+        at -= 1  # the comment may hold the signature: the record is the one its comment length ends at the end
+    _, _, _, _, total, size, offset, comment = struct.unpack("<4s4H2LH", data[at : at + 22])
+    count = total if count is None else count
+    zip64 = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, offset)
+    locator = struct.pack("<4sLQL", b"PK\x06\x07", 0, at, 1)
+    end = struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF, comment)
+    return data[:at] + zip64 + locator + end + data[at + 22 :]
+
+
 def _npy3(header, data=b""):
     """A version 3.0 .npy: ``header`` (text) as its utf-8 header, then ``data``."""
     h = (header + "\n").encode("utf-8")
@@ -648,9 +671,9 @@ def _npy3(header, data=b""):
 @pytest.mark.filterwarnings("ignore:Stored array in format 3.0:UserWarning")
 @pytest.mark.parametrize("case", list(_TAKE_AWAY))
 def test_load_without_private_names(tmp_path, monkeypatch, case):
-    names, modules, fallback = _TAKE_AWAY[case]
+    names, modules, fallbacks = _TAKE_AWAY[case]
     _take_away(monkeypatch, names, modules)
-    calls = {name: _counting(monkeypatch, name) for name in {f for *_, f in _TAKE_AWAY.values()} - {None}}
+    calls = {name: _counting(monkeypatch, name) for name in set().union(*(f for *_, f in _TAKE_AWAY.values()))}
     rng = np.random.default_rng(0)
     arrays = {
         "f32": rng.standard_normal((3, 4)).astype(np.float32),
@@ -726,8 +749,27 @@ def test_load_without_private_names(tmp_path, monkeypatch, case):
     _zip(q, {"w.npy": b"\x93NUMPY\x03\x00\x10\x00\x00\x00{'descr': '\xff\xfe"})  # not utf-8, and cut short
     with pytest.raises(mg.io.CorruptFileError, match=r"'w' has a damaged \.npy header"):
         mg.load(q)
+    # the zip's entry count: archives with a comment, zip64 end records, a directory that drops entries
+    for comment in (b"", b"c", b"x" * 100, b"PK" * (65535 // 2)):
+        z = tmp_path / "comment.npz"
+        z.write_bytes(data)
+        with zipfile.ZipFile(z, "a") as zf:
+            zf.comment = comment
+        assert _same(mg.load(z), obj)
+        z.write_bytes(_as_zip64(z.read_bytes()))
+        assert _same(mg.load(z), obj)
+    count = len(zipfile.ZipFile(p).namelist())
+    for damaged, listed in [
+        (_as_zip64(data, count=count + 1), count + 1),
+        (_swallow_second_entry(data), count),
+        (_as_zip64(_swallow_second_entry(data)), count),
+    ]:
+        q.write_bytes(damaged)
+        with pytest.raises(mg.io.CorruptFileError, match=f"damaged zip directory: it lists {listed} entries but"):
+            mg.load(q)
+
     for name, made in calls.items():  # the fallback did the work, and only where its private name is gone
-        assert bool(made) == (name == fallback), f"{name} called {len(made)} times in case {case!r}"
+        assert bool(made) == (name in fallbacks), f"{name} called {len(made)} times in case {case!r}"
 
 
 def test_npy_header_3_0_fallback_agrees_with_numpy():
@@ -783,3 +825,41 @@ def test_npy_header_3_0_fallback_agrees_with_numpy():
             assert (want == "error") == (i >= len(headers)), "".join(text)
         read += want != "error"
     assert 50 < read < 550  # both outcomes well represented
+
+
+def test_zip_entry_count_fallback_agrees_with_zipfile(tmp_path):
+    # the fallback against zipfile's private end record reader, on whole and damaged archive ends
+    end_record = getattr(zipfile, "_EndRecData", None)
+    if end_record is None:
+        pytest.skip("this Python's zipfile has no _EndRecData to compare with")
+    src = tmp_path / "ck.npz"
+    mg.save({"model": mlp().state_dict(), "epoch": 3}, src)
+    data = src.read_bytes()
+    archives = [data, _as_zip64(data), _as_zip64(data, count=2), _swallow_second_entry(data), b"", b"PK\x05\x06"]
+    for comment in (b"c", b"x" * 100, b"PK\x05\x06" * 100, b"y" * 65535):
+        with zipfile.ZipFile(src, "a") as zf:
+            zf.comment = comment
+        archives += [src.read_bytes(), _as_zip64(src.read_bytes())]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w"):
+        pass
+    archives.append(buf.getvalue())  # no entries
+    rng = np.random.default_rng(3)
+    for i in range(400):  # damage near the end, where the records are
+        a = bytearray(archives[i % 4])
+        if i % 3 == 0:
+            del a[len(a) - rng.integers(1, 120) :]
+        else:
+            for pos in rng.integers(max(len(a) - 120, 0), len(a), size=rng.integers(1, 4)):
+                a[pos] = int(rng.integers(256)) if rng.random() < 0.7 else b"PK\x05\x06\x07"[rng.integers(5)]
+        archives.append(bytes(a))
+    compared = 0
+    for i, a in enumerate(archives):
+        try:
+            record = end_record(io.BytesIO(a))
+        except (OSError, zipfile.BadZipFile):
+            continue  # zipfile cannot open these: io never asks for their count
+        want = None if record is None else record[zipfile._ECD_ENTRIES_TOTAL]
+        assert mg.io._zip_entry_count(io.BytesIO(a)) == want, f"archive {i}"
+        compared += want is not None
+    assert compared > 200
