@@ -388,9 +388,12 @@ def _read_npy_header(fh, what):
             numpy_reader = _numpy_header_reader()
             return numpy_reader(fh, version) if numpy_reader else _npy_header_3_0(fh)
         raise ValueError(f"unsupported .npy format version {version}")
-    except (ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError, RecursionError, OverflowError) as e:
+    except (
+        ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError, RecursionError, OverflowError, IndexError
+    ) as e:
         # numpy re-parses a header that fails as Python 2 text, with tokenize; sorting the keys of
-        # a header with str and bytes keys, for its own message, raises TypeError
+        # a header with str and bytes keys, for its own message, raises TypeError; descr_to_dtype
+        # raises IndexError on a descr of ()
         raise CorruptFileError(f"load: {what} has a damaged .npy header ({_why(e)})") from None
 
 
@@ -456,6 +459,8 @@ def _read_npy(fh, size, where, entry, exact=True):
             f"load: {what} is an object array (pickled Python objects); "
             "minigrad never unpickles (that could run arbitrary code)"
         )
+    if dtype.subdtype is not None:  # numpy never writes one: an array's subarray axes are in its shape
+        raise CorruptFileError(f"load: {what} has a damaged .npy header (its dtype {dtype} is a subarray)")
     held = size - (fh.tell() - start)
     count = math.prod(shape)
     nbytes = count * dtype.itemsize

@@ -407,6 +407,8 @@ def test_load_object_array_is_unsafe_even_when_its_sizes_lie(tmp_path):
         b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), 'extra': 1}",
         b"{'descr': 'not a dtype', 'fortran_order': False, 'shape': (3,), }",
         b"[1, 2, 3]",
+        b"{'descr': ((), 1), 'fortran_order': False, 'shape': (3,), }",  # IndexError in descr_to_dtype
+        b"{'descr': ('<f4', (2,)), 'fortran_order': False, 'shape': (3,), }",  # a subarray: a reshape error
     ],
 )
 def test_load_damaged_npy_header(tmp_path, header):
