@@ -3,8 +3,30 @@
 Nested containers (a model's ``state_dict``, an optimizer's, an epoch counter...) are
 flattened into arrays named by dotted paths (``model.0.weight``); the shape of the tree
 (which keys are dicts, lists, tuples; Python scalars and strings) is kept as JSON text in
-one more array. Loading uses ``numpy.load(allow_pickle=False)``: a file holding object
-arrays is refused, so loading an untrusted file never runs code.
+one more array, ``__minigrad__``.
+
+``save`` writes the zip itself, as ``numpy.savez`` would (one ``NAME.npy`` per array,
+stored uncompressed, each by ``numpy.lib.format.write_array(allow_pickle=False)``), so
+any key works (``savez`` keeps ``file`` and ``allow_pickle`` for itself) and an object
+array is a TypeError. ``numpy.load`` reads the result.
+
+``load`` does not call ``numpy.load``: it opens the zip with ``zipfile``, reads each
+``.npy`` header with numpy's header readers, and refuses an object dtype
+(``UnsafeFileError``; nothing is ever unpickled) and a declared shape that the bytes
+present do not match, before reading any data. ``numpy.load(allow_pickle=False)`` would
+allocate what a header declares first (a 24-byte entry claiming 800 MB takes 800 MB), lets
+``BadZipFile``, ``EOFError``, ``KeyError``... out of damaged files, and calls any unknown
+file "pickled data". ``load`` also checks the zip's entry count, since ``zipfile`` silently
+drops the entries after a directory record with a damaged length; and it tells a pickle
+from junk by parsing (never running) it with ``pickletools``. Every failure is a
+``ValueError`` (``CorruptFileError`` or ``UnsafeFileError``) that starts ``load:`` and
+names the file.
+
+Two of those steps have no public API: reading a version 3.0 (utf-8) ``.npy`` header and
+the entry count of the zip's end record. They use ``numpy.lib._format_impl._read_array_header``
+(numpy 1.x: ``numpy.lib.format._read_array_header``) and ``zipfile._EndRecData`` where they
+exist, and ``_npy_header_3_0`` / ``_zip_entry_count``, small parsers of the documented
+formats, where they do not; tests/test_io.py loads files with each private name taken away.
 
 >>> mg.save({"model": model.state_dict(), "epoch": 3}, "ckpt.npz")
 >>> ckpt = mg.load("ckpt.npz")
