@@ -3,8 +3,30 @@
 Nested containers (a model's ``state_dict``, an optimizer's, an epoch counter...) are
 flattened into arrays named by dotted paths (``model.0.weight``); the shape of the tree
 (which keys are dicts, lists, tuples; Python scalars and strings) is kept as JSON text in
-one more array. Loading uses ``numpy.load(allow_pickle=False)``: a file holding object
-arrays is refused, so loading an untrusted file never runs code.
+one more array, ``__minigrad__``.
+
+``save`` writes the zip itself, as ``numpy.savez`` would (one ``NAME.npy`` per array,
+stored uncompressed, each by ``numpy.lib.format.write_array(allow_pickle=False)``), so
+any key works (``savez`` keeps ``file`` and ``allow_pickle`` for itself) and an object
+array is a TypeError. ``numpy.load`` reads the result.
+
+``load`` does not call ``numpy.load``: it opens the zip with ``zipfile``, reads each
+``.npy`` header with numpy's header readers, and refuses an object dtype
+(``UnsafeFileError``; nothing is ever unpickled) and a declared shape that the bytes
+present do not match, before reading any data. ``numpy.load(allow_pickle=False)`` would
+allocate what a header declares first (a 24-byte entry claiming 800 MB takes 800 MB), lets
+``BadZipFile``, ``EOFError``, ``KeyError``... out of damaged files, and calls any unknown
+file "pickled data". ``load`` also checks the zip's entry count, since ``zipfile`` silently
+drops the entries after a directory record with a damaged length; and it tells a pickle
+from junk by parsing (never running) it with ``pickletools``. Every failure is a
+``ValueError`` (``CorruptFileError`` or ``UnsafeFileError``) that starts ``load:`` and
+names the file.
+
+Two of those steps have no public API: reading a version 3.0 (utf-8) ``.npy`` header and
+the entry count of the zip's end record. They use ``numpy.lib._format_impl._read_array_header``
+(numpy 1.x: ``numpy.lib.format._read_array_header``) and ``zipfile._EndRecData`` where they
+exist, and ``_npy_header_3_0`` / ``_zip_entry_count``, small parsers of the documented
+formats, where they do not; tests/test_io.py loads files with each private name taken away.
 
 >>> mg.save({"model": model.state_dict(), "epoch": 3}, "ckpt.npz")
 >>> ckpt = mg.load("ckpt.npz")
@@ -12,6 +34,7 @@ arrays is refused, so loading an untrusted file never runs code.
 """
 from __future__ import annotations
 
+import ast
 import io
 import json
 import math
@@ -210,10 +233,7 @@ def load(path, device=None):
 
 
 _NPY_MAGIC = np.lib.format.MAGIC_PREFIX
-try:  # version 3.0 headers (utf-8 field names) have no public reader
-    from numpy.lib._format_impl import _read_array_header as _read_array_header_3_0
-except ImportError:  # numpy 1.x
-    _read_array_header_3_0 = getattr(np.lib.format, "_read_array_header", None)
+_HEADER_CHARS = 10000  # numpy's default max_header_size, which its public 1.0 / 2.0 readers apply
 _MAXDIMS = 64 if int(np.__version__.split(".")[0]) >= 2 else 32  # NPY_MAXDIMS
 _CHUNK = 1 << 20  # array data is read in pieces this big, so memory follows the bytes really there
 _PICKLE_PROBE = 1 << 20  # how much of an unrecognised file is parsed (never run) to tell a pickle
@@ -328,17 +348,57 @@ def _read_npz(f, end, where):
 
 def _listed_entries(f):
     """How many entries the zip's end record says it has, or None. zipfile walks the directory by
-    its byte size only, so one damaged length there silently drops the entries after it."""
-    end_record = getattr(zipfile, "_EndRecData", None)  # private, in every CPython 3
+    its byte size only, so one damaged length there silently drops the entries after it. zipfile has
+    no public reader of that count: its private ``_EndRecData`` (the record zipfile itself opened
+    the archive with), or ``_zip_entry_count`` where this Python has none."""
+    end_record = getattr(zipfile, "_EndRecData", None)  # private, in every CPython 3 so far
     try:
-        record = end_record(f) if end_record else None
+        if end_record is None:
+            return _zip_entry_count(f)
+        record = end_record(f)
     except (OSError, ValueError, struct.error):
         return None  # zipfile itself has read this record: what it took is what is there
     return record[getattr(zipfile, "_ECD_ENTRIES_TOTAL", 4)] if record else None
 
 
+# the zip records that end an archive (PKWARE's APPNOTE.TXT 4.3.14-4.3.16), little-endian
+_END = struct.Struct("<4s4H2LH")  # signature, disk numbers (2), entries here, entries in all, size, offset, comment
+_END64_LOCATOR = struct.Struct("<4sLQL")  # signature, disk, offset of the zip64 end record, disks
+_END64 = struct.Struct("<4sQ2H2L4Q")  # signature, size, versions (2), disks (2), entries here, in all, size, offset
+
+
+def _zip_entry_count(f):
+    """The entry count in all of the zip in ``f``'s end of central directory record, or of the zip64
+    record before it where a zip64 locator precedes it; None where there is no end record. Found
+    where zipfile finds it: the file's last 22 bytes when they are a record with no comment, else
+    the last record signature in the final 64 KiB + 22 bytes (the comment is at most 64 KiB)."""
+    size = f.seek(0, os.SEEK_END)
+    if size < _END.size:
+        return None
+    f.seek(size - _END.size)
+    record = f.read(_END.size)
+    at = size - _END.size
+    if not (record[:4] == b"PK\x05\x06" and record[-2:] == b"\0\0"):  # not there, or with a comment
+        at = max(size - (1 << 16) - _END.size, 0)
+        f.seek(at)
+        tail = f.read()
+        found = tail.rfind(b"PK\x05\x06")
+        record = tail[found : found + _END.size]
+        if found < 0 or len(record) != _END.size:
+            return None
+        at += found
+    count = _END.unpack(record)[4]
+    if at >= _END64_LOCATOR.size + _END64.size:
+        f.seek(at - _END64_LOCATOR.size - _END64.size)
+        zip64 = f.read(_END64.size + _END64_LOCATOR.size)
+        if zip64[_END64.size : _END64.size + 4] == b"PK\x06\x07" and zip64[:4] == b"PK\x06\x06":
+            count = _END64.unpack(zip64[: _END64.size])[7]
+    return count
+
+
 def _read_npy_header(fh, what):
-    """(shape, fortran_order, dtype) from an .npy header, read with numpy's own parser."""
+    """(shape, fortran_order, dtype) from an .npy header, read with numpy's parsers (version 3.0:
+    numpy's private one, or ``_npy_header_3_0`` where this numpy has none)."""
     fmt = np.lib.format
     try:
         version = fmt.read_magic(fh)
@@ -346,13 +406,67 @@ def _read_npy_header(fh, what):
             return fmt.read_array_header_1_0(fh)
         if version == (2, 0):
             return fmt.read_array_header_2_0(fh)
-        if version == (3, 0) and _read_array_header_3_0 is not None:
-            return _read_array_header_3_0(fh, version)
+        if version == (3, 0):  # utf-8 field names; numpy has no public reader for these
+            numpy_reader = _numpy_header_reader()
+            return numpy_reader(fh, version) if numpy_reader else _npy_header_3_0(fh)
         raise ValueError(f"unsupported .npy format version {version}")
-    except (ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError, RecursionError, OverflowError) as e:
+    except (
+        ValueError, TypeError, EOFError, SyntaxError, tokenize.TokenError, RecursionError, OverflowError, IndexError
+    ) as e:
         # numpy re-parses a header that fails as Python 2 text, with tokenize; sorting the keys of
-        # a header with str and bytes keys, for its own message, raises TypeError
+        # a header with str and bytes keys, for its own message, raises TypeError; descr_to_dtype
+        # raises IndexError on a descr of ()
         raise CorruptFileError(f"load: {what} has a damaged .npy header ({_why(e)})") from None
+
+
+def _numpy_header_reader():
+    """numpy's private reader of every .npy header version, or None where this numpy has none:
+    ``numpy.lib._format_impl._read_array_header`` (numpy 2), ``numpy.lib.format._read_array_header``
+    (numpy 1.x). Looked up at each use, so the tests can take it away."""
+    try:
+        from numpy.lib._format_impl import _read_array_header
+    except ImportError:
+        _read_array_header = getattr(np.lib.format, "_read_array_header", None)
+    return _read_array_header
+
+
+def _npy_header_3_0(fh):
+    """(shape, fortran_order, dtype) of a version 3.0 .npy header, after its magic: a 4-byte
+    little-endian length, then that many bytes of utf-8 text, a Python dict literal with exactly
+    the keys 'descr', 'fortran_order' and 'shape' (numpy's format docs). Checked as numpy checks
+    it; ``ast.literal_eval`` builds literals and runs nothing. ValueError when malformed."""
+    (length,) = struct.unpack("<I", _read_header_bytes(fh, 4))
+    if length > 4 * _HEADER_CHARS:  # utf-8 takes at most 4 bytes a character; refused before reading
+        raise ValueError(f"header of {length} bytes; numpy reads at most {_HEADER_CHARS} characters")
+    text = _read_header_bytes(fh, length).decode("utf-8")
+    if len(text) > _HEADER_CHARS:
+        raise ValueError(f"header of {len(text)} characters; numpy reads at most {_HEADER_CHARS}")
+    d = ast.literal_eval(text)
+    if not isinstance(d, dict):
+        raise ValueError(f"header is not a dictionary: {_short(d)}")
+    if d.keys() != {"descr", "fortran_order", "shape"}:
+        raise ValueError(f"header keys are {sorted(map(repr, d))}, expected 'descr', 'fortran_order', 'shape'")
+    shape, fortran_order = d["shape"], d["fortran_order"]
+    if not (isinstance(shape, tuple) and all(isinstance(n, int) for n in shape)):
+        raise ValueError(f"shape is not valid: {_short(shape)}")
+    if not isinstance(fortran_order, bool):
+        raise ValueError(f"fortran_order is not a valid bool: {_short(fortran_order)}")
+    try:
+        dtype = np.lib.format.descr_to_dtype(d["descr"])
+    except TypeError:
+        raise ValueError(f"descr is not a valid dtype descriptor: {_short(d['descr'])}") from None
+    return shape, fortran_order, dtype
+
+
+def _read_header_bytes(fh, n):
+    """Exactly ``n`` bytes of a header from ``fh``; ValueError at the end of the file."""
+    data = b""
+    while len(data) < n:
+        chunk = fh.read(n - len(data))
+        if not chunk:
+            raise ValueError(f"EOF: reading array header, expected {n} bytes got {len(data)}")
+        data += chunk
+    return data
 
 
 def _read_npy(fh, size, where, entry, exact=True):
@@ -367,6 +481,8 @@ def _read_npy(fh, size, where, entry, exact=True):
             f"load: {what} is an object array (pickled Python objects); "
             "minigrad never unpickles (that could run arbitrary code)"
         )
+    if dtype.subdtype is not None:  # numpy never writes one: an array's subarray axes are in its shape
+        raise CorruptFileError(f"load: {what} has a damaged .npy header (its dtype {dtype} is a subarray)")
     held = size - (fh.tell() - start)
     count = math.prod(shape)
     nbytes = count * dtype.itemsize
