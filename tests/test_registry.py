@@ -233,3 +233,12 @@ def test_an_ops_ufunc_is_its_forward(name):
             got = getattr(xp, op.ufunc)(*args, **sample.kwargs)
             assert type(got) is type(want) and got.dtype == want.dtype
             assert mg.backend.to_numpy(got).tobytes() == mg.backend.to_numpy(want).tobytes()
+
+
+def test_defop_refuses_a_differentiable_op_without_a_forward_mode_rule():
+    """At definition, not when the registry test first runs it: the message names the op and the ways out."""
+    from minigrad.ops._registry import defop
+
+    with pytest.raises(TypeError, match=r"defop: op 'no_jvp_probe' has a gradient rule but no forward-mode rule.*linear_jvp"):
+        defop("no_jvp_probe", lambda xp, x: x[::-1], lambda ctx, g: (g[::-1],), kind="other")
+    assert "no_jvp_probe" not in mg.ops.registry()
