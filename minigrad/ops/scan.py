@@ -1,11 +1,11 @@
-"""NumPy's other reductions and its scans: prod (exact at zeros, as PyTorch's), cumsum, cumprod,
+"""NumPy's other reductions and its scans: prod (exact at zeros, as PyTorch's), cumsum, cumprod (exact at zeros too),
 diff, average, amax/amin, ptp, nansum, nanmean. Axis rules and errors are sum's (``reduce.py``)."""
 from __future__ import annotations
 
 import numpy as np
 
 from .._util import NOARG
-from .._xp import is_cupy_array
+from .._xp import array_module, is_cupy_array
 from ..engine import run_op
 from ..tensor import Tensor
 from ._registry import Sample, as_tensor, composite, defop, linear_jvp, named, public
@@ -95,20 +95,44 @@ def _cumsum_rule(ctx, g, axis, dtype=None):
 
 
 def _cumprod_rule(ctx, g, axis, dtype=None):
-    (x,) = ctx.saved  # d out_k / d x_i = out_k / x_i for k >= i (inputs away from 0)
+    (x,) = ctx.saved  # d out_k / d x_i = out_k / x_i for k >= i, where no x is 0
+    xp = ctx.xp
+    if bool((x == 0).any()):
+        lower, before = _cumprod_factors(xp, x, axis)  # exact at zeros: no division
+        gm = xp.moveaxis(g, axis, -1)[..., None]
+        return (xp.moveaxis(before * (xp.swapaxes(lower, -1, -2) @ gm)[..., 0], -1, axis),)
     r = _rev(g.ndim, axis)
-    return (ctx.xp.cumsum((g * ctx.out)[r], axis=axis)[r] / x,)
+    return (xp.cumsum((g * ctx.out)[r], axis=axis)[r] / x,)
 
 
 def _cumprod_jvp(ctx, t, axis, dtype=None):
-    return ctx.out * ctx.xp.cumsum(t / ctx.args[0], axis=axis)  # d out_k = out_k sum_{i <= k} t_i / x_i
+    x, xp = ctx.args[0], ctx.xp
+    if bool((x == 0).any()):
+        lower, before = _cumprod_factors(xp, x, axis)
+        tm = (before * xp.moveaxis(t, axis, -1))[..., None]
+        return xp.moveaxis((lower @ tm)[..., 0], -1, axis)
+    return ctx.out * xp.cumsum(t / x, axis=axis)  # d out_k = out_k sum_{i <= k} t_i / x_i
+
+
+def _cumprod_factors(xp, x, axis):
+    """cumprod's derivative without dividing by ``x`` (for inputs with zeros): d out_k / d x_i =
+    before_i * lower[k, i], with ``before_i`` the product of the x_j before i and ``lower[k, i]``
+    the product of those after i up to k (0 for k < i); the scan axis moved last, O(n²) per row."""
+    xm = xp.moveaxis(x, axis, -1)
+    n = xm.shape[-1]
+    k = array_module(x.data if isinstance(x, Tensor) else x).arange(n)  # constant masks, on the backend
+    after = xp.where(k[:, None] > k[None, :], xm[..., :, None], 1.0)  # [k, i]: x_k where k > i
+    lower = xp.where(k[:, None] >= k[None, :], xp.cumprod(after, axis=-2), 0.0)
+    before = xp.cumprod(xp.concatenate([xp.ones_like(xm[..., :1]), xm[..., :-1]], axis=-1), axis=-1)
+    return lower, before
 
 
 def _scan_samples(rng):
     x = rng.uniform(0.5, 1.5, (3, 4)) * rng.choice([-1, 1], (3, 4))
     return [Sample(x, axis=1), Sample(x, axis=0), Sample(rng.uniform(0.5, 1.5, (2, 3, 2)), axis=-1 + 3),
             Sample(rng.uniform(0.5, 1.5, 5), axis=0),
-            Sample(rng.uniform(0.5, 1.5, (3, 3)), axis=0)]  # square: a transposed rule shows
+            Sample(rng.uniform(0.5, 1.5, (3, 3)), axis=0),  # square: a transposed rule shows
+            Sample(np.array([[0.7, 0.0, 1.3, -0.8], [0.0, 0.0, 1.1, 0.9], [1.2, -0.6, 0.0, 1.4]]), axis=1)]  # zeros
 
 
 CUMSUM = defop("cumsum", lambda xp, x, axis, dtype=None: xp.cumsum(x, axis=axis, dtype=dtype), _cumsum_rule,
