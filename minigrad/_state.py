@@ -80,17 +80,6 @@ def reset(token) -> None:
     _mode.reset(token)
 
 
-def tangent_level(tangents):
-    """The first active dual level at which ``tangents`` (a tensor's ``_fw``) holds one, or None."""
-    levels = _mode.get().fw
-    if tangents is None or levels is None:
-        return None
-    for level in levels.ids:
-        if level in tangents:
-            return level
-    return None
-
-
 # ---------------------------------------------------------------------------
 # capture (mg.compile): array steps that run outside ``run_op``, and what cannot be replayed
 # ---------------------------------------------------------------------------

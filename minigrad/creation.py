@@ -13,6 +13,7 @@ from . import _state
 from . import backend as _be
 from . import tensor as _tensor
 from .tensor import Tensor, wrap as _wrap
+from .tensor_methods import tangent_level
 
 _rng = np.random.default_rng()
 
@@ -76,10 +77,10 @@ def _refuse_graph_copy(data, op):
                 "tensor would drop its graph (no gradient would flow back). Use mg.stack([...]) to keep the "
                 "graph, or detach the elements first ([t.detach() for t in ...]) for a constant"
             )
-        if isinstance(e, Tensor) and _state.tangent_level(e._tangents) is not None:
+        if isinstance(e, Tensor) and tangent_level(e._tangents) is not None:
             raise TypeError(
                 f"{op}: the list holds a Tensor of shape {e.shape} that carries a tangent (forward mode, dual "
-                f"level {_state.tangent_level(e._tangents)}); copying it into a new tensor would drop the tangent (a "
+                f"level {tangent_level(e._tangents)}); copying it into a new tensor would drop the tangent (a "
                 "derivative silently zero). Use mg.stack([...]) to keep it, or forward_ad.unpack_dual(t).primal "
                 "for a constant"
             )

@@ -54,10 +54,8 @@ class Op:
         self.name, self.forward, self.rule = name, forward, rule
         self.save = tuple(save)
         self.save_at = None if Ellipsis in self.save else self.save  # the positions, when known without the call
-        self.save_for_others, self.save_out, self.aux, self.broadcast, self.view = (
-            save_for_others, save_out, aux, broadcast, view)
-        self.kind, self.n_out, self.info, self.rule_on_arrays, self.jvp = (
-            kind, n_out, info, rule_on_arrays, jvp)
+        self.save_for_others, self.save_out, self.aux, self.broadcast = save_for_others, save_out, aux, broadcast
+        self.view, self.kind, self.n_out, self.info, self.rule_on_arrays, self.jvp = view, kind, n_out, info, rule_on_arrays, jvp
         self.ufunc = ufunc
 
     def __repr__(self):

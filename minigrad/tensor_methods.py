@@ -20,13 +20,24 @@ _NEEDS_DETACH = ("Can't call {what} a Tensor that requires grad: NumPy would not
                  "(or np.asarray(tensor.detach())).")
 
 
+def tangent_level(tangents):
+    """The first active dual level at which ``tangents`` (a tensor's ``_tangents``) holds one, or None."""
+    levels = _state.get().fw
+    if tangents is None or levels is None:
+        return None
+    for level in levels.ids:
+        if level in tangents:
+            return level
+    return None
+
+
 def _refuse_untracked(t, what):
     """Refuse handing ``t``'s array to code that records nothing (NumPy): a tensor that requires
     grad would lose its gradient there, one that carries a tangent at an active dual level its
     tangent (a derivative silently zero)."""
     if t._requires_grad:
         raise RuntimeError(_NEEDS_DETACH.format(what=what))
-    level = _state.tangent_level(t._tangents)
+    level = tangent_level(t._tangents)
     if level is not None:
         raise RuntimeError(
             f"Can't call {what} a Tensor that carries a tangent (forward mode, dual level {level}): NumPy "
