@@ -14,7 +14,7 @@ Run (needs CuPy and an NVIDIA GPU; torch with CUDA for the peer columns):
     python benchmarks/bench_gpu.py --fake          # the code path on the CPU stand-in, tiny sizes
 
 Without a GPU it prints why and measures nothing (exit status 0). ``--fake`` runs the same
-code on ``minigrad._fakecupy`` at small sizes: it proves the script and the device code path
+code on ``minigrad.testing.fakecupy`` at small sizes: it proves the script and the device code path
 work, its timings mean nothing.
 """
 from __future__ import annotations
@@ -256,7 +256,7 @@ def main(argv=None):
     if args.fake:
         be.use_fake_cupy()
         args.n, args.batch, args.nnz, args.side = min(args.n, 1e6), min(args.batch, 256), min(args.nnz, 1e5), 200
-        print("bench_gpu: on the CPU stand-in (minigrad._fakecupy): the code path runs, the timings mean nothing")
+        print("bench_gpu: on the CPU stand-in (minigrad.testing.fakecupy): the code path runs, the timings mean nothing")
     else:
         try:
             be.xp_for(DEVICE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-_cupy = None  # the cupy module (or the CPU stand-in, minigrad._fakecupy) once a CUDA device was asked for
+_cupy = None  # the cupy module (or the CPU stand-in, minigrad.testing.fakecupy) once a CUDA device was asked for
 
 
 def is_cupy_array(a) -> bool:

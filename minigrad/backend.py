@@ -43,15 +43,15 @@ def _import_cupy(device: str = "cuda:0"):
 
 
 def use_fake_cupy(enable: bool = True) -> None:
-    """Testing aid: treat the CPU stand-in ``minigrad._fakecupy`` as CuPy (device 'cuda:0').
+    """Testing aid: treat the CPU stand-in ``minigrad.testing.fakecupy`` as CuPy (device 'cuda:0').
 
     ``enable=False`` forgets it; the next CUDA request imports the real CuPy.
     """
     global _cupyx, _n_gpus
     if enable:
-        from . import _fakecupy  # noqa: PLC0415
+        from .testing import fakecupy  # noqa: PLC0415
 
-        _xp._cupy, _cupyx, _n_gpus = _fakecupy, _fakecupy.cupyx, _fakecupy.cuda.runtime.getDeviceCount()
+        _xp._cupy, _cupyx, _n_gpus = fakecupy, fakecupy.cupyx, fakecupy.cuda.runtime.getDeviceCount()
     else:
         _xp._cupy = _cupyx = None
 

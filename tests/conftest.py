@@ -3,7 +3,7 @@
 - ``MINIGRAD_DEVICE=cpu`` (the default): NumPy;
 - ``MINIGRAD_DEVICE=cuda`` (or ``cuda:N``): CuPy on the GPU; every test skips cleanly, with the
   reason, where CuPy or a GPU is missing;
-- ``MINIGRAD_DEVICE=fakecuda``: the CPU stand-in ``minigrad._fakecupy`` posing as ``cuda:0``.
+- ``MINIGRAD_DEVICE=fakecuda``: the CPU stand-in ``minigrad.testing.fakecupy`` posing as ``cuda:0``.
   It refuses what CuPy refuses (implicit conversion to NumPy, mixing with host arrays,
   NumPy-only functions), so the device code paths run honestly on a machine without a GPU.
 
@@ -43,7 +43,7 @@ def _cuda_problem():
 
 
 def pytest_report_header(config):
-    what = " (the CPU stand-in minigrad._fakecupy)" if FAKE else ""
+    what = " (the CPU stand-in minigrad.testing.fakecupy)" if FAKE else ""
     return f"minigrad device: {DEVICE}{what}"
 
 

@@ -577,7 +577,7 @@ def test_guard_grad_of_another_shape_is_refused():
 @pytest.fixture
 def other_device(device):
     """A device other than the default one: 'cpu' when the tests run on a CUDA device, else
-    'cuda:0' (the GPU, or the CPU stand-in minigrad._fakecupy for this test only)."""
+    'cuda:0' (the GPU, or the CPU stand-in minigrad.testing.fakecupy for this test only)."""
     if device != "cpu":
         yield "cpu"
         return

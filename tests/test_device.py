@@ -2,7 +2,7 @@
 op giving the same values and gradients on the CUDA device as on the CPU.
 
 The ``cuda`` fixture is the GPU where CuPy and a GPU are present, else the CPU stand-in
-``minigrad._fakecupy`` (which refuses what CuPy refuses), so these run on every machine.
+``minigrad.testing.fakecupy`` (which refuses what CuPy refuses), so these run on every machine.
 """
 import subprocess
 import sys
@@ -207,10 +207,10 @@ def test_missing_cupy_is_a_clear_error(monkeypatch):
 
 def test_importing_minigrad_does_not_import_cupy():
     code = ("import sys, minigrad as mg; x = mg.randn(3, requires_grad=True); (x * x).sum().backward(); "
-            "print('cupy' in sys.modules, 'minigrad._fakecupy' in sys.modules)")
+            "print('cupy' in sys.modules, 'minigrad.testing' in sys.modules, 'minigrad.testing.fakecupy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PATH": "", "PYTHONPATH": str(__import__("pathlib").Path(__file__).parents[1])})
-    assert out.stdout.split() == ["False", "False"]
+    assert out.stdout.split() == ["False", "False", "False"]
 
 
 # -- backend helpers on the device --------------------------------------------------------------

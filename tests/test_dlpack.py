@@ -7,8 +7,8 @@ from conftest import FAKE, to_np
 
 torch = pytest.importorskip("torch")
 
-# the CPU stand-in for CuPy has no DLPack (minigrad._fakecupy.ndarray.__dlpack__ raises)
-no_fake = pytest.mark.skipif(FAKE, reason="minigrad._fakecupy has no DLPack export (its __dlpack__ raises "
+# the CPU stand-in for CuPy has no DLPack (minigrad.testing.fakecupy.ndarray.__dlpack__ raises)
+no_fake = pytest.mark.skipif(FAKE, reason="minigrad.testing.fakecupy has no DLPack export (its __dlpack__ raises "
                                           "TypeError, it has no __dlpack_device__ and no from_dlpack)")
 
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
-from minigrad import _fakecupy as fcp
+from minigrad.testing import fakecupy as fcp
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ def _strict(np_func, name):
 
     f.__name__ = name
     f.__qualname__ = name
-    f.__module__ = "minigrad._fakecupy"  # found there by name (pickle), as before the split
+    f.__module__ = "minigrad.testing.fakecupy"  # found there by name (pickle), as before the split
     f.__doc__ = f"fakecupy.{name}: numpy.{name} under CuPy's rules"
     return f
 
@@ -33,7 +33,7 @@ class ufunc:  # noqa: N801 - CuPy's name
     """A ufunc with CuPy's methods: ``outer`` always; ``at``/``reduce``/``accumulate``/``reduceat``
     only where CuPy 13 has them (``hasattr`` is False elsewhere)."""
 
-    __module__ = "minigrad._fakecupy"  # its public home (reprs name it as before the split)
+    __module__ = "minigrad.testing.fakecupy"  # its public home (reprs name it as before the split)
 
     def __init__(self, np_ufunc, methods=()):
         self._u = np_ufunc

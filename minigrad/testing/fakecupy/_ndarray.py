@@ -64,7 +64,7 @@ def _unwrap_index(idx):
 class ndarray:  # noqa: N801 - CuPy's name
     """A device array of the stand-in (a NumPy array that refuses to leave the device implicitly)."""
 
-    __module__ = "minigrad._fakecupy"  # its public home (reprs and messages name it as before the split)
+    __module__ = "minigrad.testing.fakecupy"  # its public home (reprs and messages name it as before the split)
     __slots__ = ("_a", "__weakref__")
     __array_priority__ = 100  # CuPy's value: a Tensor (1000) wins the reflected operator
 

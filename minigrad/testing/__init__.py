@@ -1,0 +1,1 @@
+"""Test support shipped with the package: the CPU stand-in for CuPy (``fakecupy``, ``MINIGRAD_DEVICE=fakecuda``)."""
