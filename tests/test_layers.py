@@ -4,6 +4,7 @@ import each other, directly or through others."""
 from __future__ import annotations
 
 import ast
+import importlib.util
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "minigrad"
@@ -16,6 +17,9 @@ ABOVE, PACKAGE = 5, 6
 # the documented exception: ops/__init__.py binds Tensor's methods, two of which hand a dense
 # tensor to the sparse package
 ALLOWED = {("minigrad.ops", "minigrad.sparse")}
+# the layers' names, as docs/architecture.md's table and the picture scripts/layers_dot.py draws
+# (docs/img/layers.dot) call them, by number
+NAMES = ("backend", "state", "tensor", "tape", "ops", "above", "package")
 
 
 def _name(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
@@ -142,3 +146,41 @@ def test_the_checker_sees_cycles(tmp_path):
     assert graph["minigrad.sub.b"] == {"minigrad.sub.c"} and graph["minigrad.sub.c"] == {"minigrad.sub.a"}
     assert _cycles(graph) == [["minigrad.sub.a", "minigrad.sub.b", "minigrad.sub.c"]]
     assert _cycles({"x": {"y"}, "y": {"x"}, "z": set()}) == [["x", "y"]]
+
+
+# -- the picture: docs/img/layers.dot is drawn from the imports by scripts/layers_dot.py ------------
+
+def _layers_dot():
+    spec = importlib.util.spec_from_file_location("layers_dot", ROOT.parent / "scripts" / "layers_dot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_layers_picture_is_drawn_from_the_imports():
+    drawn = (ROOT.parent / "docs" / "img" / "layers.dot").read_text(encoding="utf-8")
+    assert drawn == _layers_dot().dot_source(), (
+        "docs/img/layers.dot is stale (a module was added, moved or imports another layer now): run "
+        "`python scripts/layers_dot.py`, which redraws it from the imports (and layers.svg with Graphviz's dot)")
+
+
+def test_the_picture_draws_the_upward_import_where_it_is():
+    # the one documented upward import starts at ops/__init__.py, in a box of its own, and ends
+    # at the sparse package; every other arrow joins two layers, the importer's above the imported's
+    boxes, layer_edges, upward = _layers_dot().graph()
+    assert upward == {("ops/__init__.py", "sparse/")}
+    assert "ops/__init__.py" in boxes[LAYERS["ops"]] and "sparse/" in boxes[ABOVE]
+    assert all(src > dst for src, dst in layer_edges) and (LAYERS["ops"], LAYERS["engine"]) in layer_edges
+    drawn = {path for layer in boxes.values() for paths in layer.values() for path in paths}
+    assert drawn == {p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py")}
+
+
+def test_the_script_check_fails_on_a_stale_picture(tmp_path, monkeypatch, capsys):
+    script = _layers_dot()
+    stale = tmp_path / "layers.dot"
+    stale.write_text(script.dot_source().replace("kernels.py", "kernel.py"), encoding="utf-8")
+    monkeypatch.setattr(script, "DOT", stale)
+    monkeypatch.setattr(script, "REPO", tmp_path)
+    assert script.main(["--check"]) == 1 and "python scripts/layers_dot.py" in capsys.readouterr().err
+    stale.write_text(script.dot_source(), encoding="utf-8")
+    assert script.main(["--check"]) == 0
