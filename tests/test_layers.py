@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import pathlib
+import re
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent / "minigrad"
 
@@ -184,3 +185,47 @@ def test_the_script_check_fails_on_a_stale_picture(tmp_path, monkeypatch, capsys
     assert script.main(["--check"]) == 1 and "python scripts/layers_dot.py" in capsys.readouterr().err
     stale.write_text(script.dot_source(), encoding="utf-8")
     assert script.main(["--check"]) == 0
+
+
+# -- the table: docs/architecture.md's layer table names every file, under its layer ----------------
+
+GUIDE = ROOT.parent / "docs" / "architecture.md"
+_SPAN = re.compile(r"`([^`]+)`")
+
+
+def _table(text: str) -> dict:
+    """The files docs/architecture.md's layer table names -> the layer of their row. A row is
+    ``| layer | file | what it holds |``: its file is a path under minigrad/ (``ops/math.py``), or
+    a package (``sparse/``) whose files its third cell names (``coo.py``)."""
+    section = text.split("\n## The layers\n", 1)[1].split("\n## ", 1)[0]
+    named = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) != 3 or cells[0] in ("layer", "---"):
+            continue
+        layer, (file,), holds = cells[0], _SPAN.findall(cells[1]), cells[2]
+        paths = [file] if not file.endswith("/") else [
+            file + f for f in _SPAN.findall(holds) if f.endswith(".py") and "/" not in f]
+        for path in paths:
+            assert path not in named, f"docs/architecture.md's layer table names {path} twice"
+            named[path] = layer
+    return named
+
+
+def test_the_layer_table_names_every_file_under_its_layer():
+    named = _table(GUIDE.read_text(encoding="utf-8"))
+    files = {p.relative_to(ROOT).as_posix(): p for p in ROOT.rglob("*.py")}
+    missing = sorted(set(files) - set(named))
+    gone = sorted(set(named) - set(files))
+    wrong = sorted(f"{path}: the table says {layer}, LAYERS says {NAMES[_layer(_name(files[path]))]}"
+                   for path, layer in named.items() if path in files and layer != NAMES[_layer(_name(files[path]))])
+    assert not (missing or gone or wrong), (
+        "docs/architecture.md's layer table is out of date (a row per file: | layer | `ops/math.py` | what it "
+        "holds |; a package's row names its files):\n" + "\n".join(
+            [f"  no row: {p}" for p in missing] + [f"  no such file: {p}" for p in gone] + [f"  {w}" for w in wrong]))
+
+
+def test_the_table_reader_sees_files_and_packages():
+    text = ("# Guide\n\n## The layers\n\n| layer | file | what it holds |\n|---|---|---|\n| tape | `engine.py` | `Op`, `run_op.py` |\n"
+            "| above | `nn/` | `module.py` (`Module`), `layers.py`; `ops/x.py` |\n## Next\n| ops | `ops/y.py` | z |\n")
+    assert _table(text) == {"engine.py": "tape", "nn/module.py": "above", "nn/layers.py": "above"}
