@@ -81,7 +81,7 @@ def reset(token) -> None:
 
 
 def tangent_level(tangents):
-    """The first active dual level at which ``tangents`` (a tensor's ``_fw``) holds one, or None."""
+    """The first active dual level at which ``tangents`` (a tensor's ``_tangents``) holds one, or None."""
     levels = _mode.get().fw
     if tangents is None or levels is None:
         return None
