@@ -1,6 +1,8 @@
 """minigrad's import graph is layered (docs/architecture.md): no module imports a layer above its
 own, at module level or inside a function, except the one documented place; and no modules
-import each other, directly or through others."""
+import each other, directly or through others. The guide says so where it can stay true: its
+layer table names every file under its layer, and its picture (docs/img/layers.dot) is what
+scripts/layers_dot.py draws from the imports read here."""
 from __future__ import annotations
 
 import ast
