@@ -215,7 +215,7 @@ def elementwise_jvp(ctx, *ts, **params):
     """The JVP of an elementwise op: its Jacobian is diagonal (per input, after broadcasting), so
     the tangent is the gradient rule applied to each input's tangent broadcast to the output.
     The rule is asked for one input's gradient at a time (``ctx.parents``), and reads the inputs it
-    saves (``ctx.saved``; with ``cross``, not that input itself, as in a backward where it alone
+    saves (``ctx.saved``; with ``save_for_others``, not that input itself, as in a backward where it alone
     needs a gradient)."""
     op, args, xp = ctx.op, ctx.args, ctx.xp
     n = len(args)

@@ -7,7 +7,10 @@
    its lazy ``__getattr__`` serves), less NumPy's dtype aliases and ``__future__`` imports.
 2. Every ```python block in docs/ runs. Convention: blocks run in order within a page, in
    one fresh process per page, started in an empty temporary directory; a block whose first
-   line is ``# doctest: skip`` (followed by the reason) is not run.
+   line is ``# doctest: skip`` (followed by the reason) is not run. A block whose first line is
+   ``# doctest: scratch ops NAME ...`` (then the reason) registers the ops NAME...: it runs with
+   each ``"NAME"`` string made ``"scratch_NAME"``, so that the example's op never clashes with a
+   real op of its name (docs/architecture.md's "Adding an op").
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 SKIP_MARK = "# doctest: skip"
+SCRATCH_MARK = "# doctest: scratch ops"
 
 NAMESPACES = ["minigrad", "minigrad.nn", "minigrad.nn.functional", "minigrad.optim", "minigrad.sparse",
               "minigrad.viz", "minigrad.autograd", "minigrad.func"]
@@ -149,7 +153,18 @@ def test_every_public_name_is_documented():
 
 def _runnable_blocks(page: Path) -> list[str]:
     blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M)
-    return [b for b in blocks if not b.lstrip().startswith(SKIP_MARK)]
+    return [_scratch(b) for b in blocks if not b.lstrip().startswith(SKIP_MARK)]
+
+
+def _scratch(block: str) -> str:
+    """``block`` with the ops its ``# doctest: scratch ops NAME ... (reason)`` line names registered
+    as ``scratch_NAME`` (each ``"NAME"`` string renamed); any other block as it is."""
+    first = block.lstrip().split("\n", 1)[0]
+    if not first.startswith(SCRATCH_MARK):
+        return block
+    for name in first[len(SCRATCH_MARK):].split("(", 1)[0].split():
+        block = block.replace(f'"{name}"', f'"scratch_{name}"')
+    return block
 
 
 PAGES = sorted(DOCS.glob("*.md"))
@@ -225,3 +240,13 @@ def test_examples_run(page, example_runs):
         f"a python block in docs/{page.name} failed (the traceback's script labels each block "
         f"'# --- {page.name}, block N'):\n{err[-3000:]}"
     )
+
+
+def test_the_guide_s_new_op_runs_in_both_modes():
+    # docs/architecture.md's "Adding an op" registers its example ops under scratch names (never
+    # skipped), and the page's next block gradchecks them in both modes to order 2 (test_examples_run)
+    blocks = _runnable_blocks(DOCS / "architecture.md")
+    at = [i for i, b in enumerate(blocks) if 'sumsq = row("scratch_sumsq"' in b]
+    assert at, "docs/architecture.md: the sumsq row of 'Adding an op' is not run (or not under a scratch name)"
+    check = blocks[at[0] + 1]
+    assert "jvp=" in blocks[at[0]] and "sumsq(" in check and 'modes=("rev", "fwd"), order=2' in check
