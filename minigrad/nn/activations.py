@@ -4,7 +4,8 @@
 from a Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose
 gradient ``exp(-x^2 / 2) / sqrt(2 pi)`` is an array-API rule like every other.
 
-``minigrad.nn.functional`` exports these names; their registry entries close this file.
+``minigrad.nn.functional`` exports these names; ``gelu`` and ``silu`` are composites
+(``@composite``), gradchecked and gradgradchecked by the registry test from their samples.
 """
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import run_op
-from ..ops._registry import Sample, as_tensor, defop
-from .conv import _r, register
+from ..ops._registry import randn as _r, Sample, as_tensor, composite, defop
 
 # W. J. Cody's rational approximations of erf / erfc (Math. Comp. 23, 1969; netlib specfun CALERF)
 _ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
@@ -100,6 +100,8 @@ NORMAL_CDF = defop("normal_cdf", _normal_cdf,
                    torch=lambda th, x: th.special.ndtr(x))
 
 
+@composite("gelu", samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 5), approximate="tanh")],
+           export=False)
 def gelu(x, approximate: str = "none"):
     """Gaussian error linear unit, PyTorch's ``F.gelu``.
 
@@ -119,13 +121,8 @@ def gelu(x, approximate: str = "none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+@composite("silu", samples=lambda rng: [Sample(_r(rng, 3, 4))], export=False)
 def silu(x):
     """``x * sigmoid(x)`` (swish), PyTorch's ``F.silu``."""
     x = as_tensor(x, "silu")
     return x * x.sigmoid()
-
-
-register([
-    ("gelu", gelu, lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 5), approximate="tanh")]),
-    ("silu", silu, lambda rng: [Sample(_r(rng, 3, 4))]),
-])

@@ -73,6 +73,8 @@ PAD_CONSTANT = defop("pad_constant", _padded,
                                           Sample(_r(rng, 2, 2, 3), widths=((1, 0), (0, 0), (2, 1)), value=0.0)])
 
 
+# F.pad's registry name is functional_pad: "pad" is np.pad's (ops/join.py)
+@composite("functional_pad", samples=lambda rng: [Sample(_r(rng, 2, 3), (1, 2))], export=False)
 def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyTorch's name
     """Pad ``x`` with a constant, PyTorch's ``F.pad`` convention.
 
@@ -185,6 +187,10 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
     return out.squeeze(0) if unbatched else out
 
 
+@composite("conv2d", export=False,
+           samples=lambda rng: [Sample(_r(rng, 1, 2, 5, 5), _r(rng, 3, 2, 3, 3), _r(rng, 3)),
+                                Sample(_r(rng, 1, 4, 6, 5), _r(rng, 4, 2, 2, 3), stride=2, padding=1,
+                                       dilation=(1, 2), groups=2)])
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """2-D cross-correlation, PyTorch's ``F.conv2d``.
 
@@ -206,6 +212,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     return _conv(x, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+@composite("conv1d", samples=lambda rng: [Sample(_r(rng, 2, 2, 7), _r(rng, 3, 2, 3), padding="same")], export=False)
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """1-D cross-correlation, PyTorch's ``F.conv1d``: x (N, C, L), weight (O, C / groups, k).
 
@@ -283,24 +290,3 @@ def _softmax_dim(ndim):
     warnings.warn("Softmax: implicit dim is deprecated; pass dim= (PyTorch's legacy rule is used)",
                   UserWarning, stacklevel=3)
     return 0 if ndim in (0, 1, 3) else 1
-
-
-# -- their registry entries: built from registered ops (pad, windows, einsum...), so each is a
-# composite; the registry test gradchecks and gradgradchecks them from these samples ---------------
-
-_ENTRIES = [
-    ("conv2d", conv2d, lambda rng: [Sample(_r(rng, 1, 2, 5, 5), _r(rng, 3, 2, 3, 3), _r(rng, 3)),
-                                    Sample(_r(rng, 1, 4, 6, 5), _r(rng, 4, 2, 2, 3), stride=2, padding=1,
-                                           dilation=(1, 2), groups=2)]),
-    ("conv1d", conv1d, lambda rng: [Sample(_r(rng, 2, 2, 7), _r(rng, 3, 2, 3), padding="same")]),
-    ("functional_pad", pad, lambda rng: [Sample(_r(rng, 2, 3), (1, 2))]),  # F.pad; "pad" is np.pad's
-]
-
-
-def register(entries):
-    """Each ``(name, function, samples)`` as a composite op (conv, pool and activations use it)."""
-    for name, fn, samples in entries:
-        composite(name, samples=samples, export=False)(fn)
-
-
-register(_ENTRIES)

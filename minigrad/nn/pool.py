@@ -6,7 +6,8 @@ runs on every backend and gives derivatives of every order. ``max_pool2d`` picks
 first maximum (PyTorch's tie rule) by ``argmax`` and gathers it with advanced indexing, so the
 gradient goes to exactly one element per window.
 
-``minigrad.nn.functional`` exports these names; their registry entries close this file.
+``minigrad.nn.functional`` exports these names. Each is a composite (``@composite``): the registry
+test gradchecks and gradgradchecks it from its samples.
 """
 from __future__ import annotations
 
@@ -19,8 +20,16 @@ from .. import strided as _strided
 from ..ops.shape import stack
 from ..tensor import Tensor
 from ..engine import run_op
-from ..ops._registry import Sample, as_tensor, defop
-from .conv import _ntuple, _pad, _r, register
+from ..ops._registry import Sample, as_tensor, composite, defop
+from .conv import _ntuple, _pad, _r
+
+
+def _distinct(rng, *shape):
+    """A sample without ties (max pooling has a kink at a tie)."""
+    n = 1
+    for q in shape:
+        n *= q
+    return rng.permutation(n).reshape(shape) * 0.1 + 0.01
 
 
 def _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode):
@@ -93,6 +102,9 @@ WINDOW_ARGMAX = defop("window_argmax", _window_argmax, kind="other", n_out=None)
 FLAT_POSITIONS = defop("flat_positions", _flat_positions, kind="other")
 
 
+@composite("max_pool2d", export=False,
+           samples=lambda rng: [Sample(_distinct(rng, 1, 2, 4, 4), 2),
+                                Sample(_distinct(rng, 1, 1, 5, 5), 3, stride=2, padding=1)])
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """2-D max pooling, PyTorch's ``F.max_pool2d`` (x (N, C, H, W) or (C, H, W)).
@@ -113,6 +125,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bo
     return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
 
 
+@composite("max_pool1d", samples=lambda rng: [Sample(_distinct(rng, 1, 2, 6), 2)], export=False)
 def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """1-D max pooling, PyTorch's ``F.max_pool1d`` (x (N, C, L) or (C, L)); see ``max_pool2d``."""
@@ -138,6 +151,8 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
     return s / Tensor(counts, device=x.device)
 
 
+@composite("avg_pool2d", export=False,
+           samples=lambda rng: [Sample(_r(rng, 1, 2, 4, 4), 2), Sample(_r(rng, 1, 1, 5, 5), 3, stride=2)])
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override=None):
     """2-D average pooling, PyTorch's ``F.avg_pool2d`` (x (N, C, H, W) or (C, H, W)).
@@ -155,11 +170,13 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, 
                      "avg_pool2d")
 
 
+@composite("avg_pool1d", samples=lambda rng: [Sample(_r(rng, 1, 2, 6), 3)], export=False)
 def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
     """1-D average pooling, PyTorch's ``F.avg_pool1d`` (x (N, C, L) or (C, L)); see ``avg_pool2d``."""
     return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
 
 
+@composite("adaptive_avg_pool2d", samples=lambda rng: [Sample(_r(rng, 2, 3, 4, 4), 1)], export=False)
 def adaptive_avg_pool2d(x, output_size):
     """Average pooling to a given output size, PyTorch's ``F.adaptive_avg_pool2d``.
 
@@ -195,22 +212,3 @@ def adaptive_avg_pool2d(x, output_size):
             cells.append(x[..., r0:r1, c0:c1].mean(axis=(-2, -1)))
         rows.append(stack(cells, axis=-1))
     return stack(rows, axis=-2)
-
-
-# -- registry entries (composites of registered ops: the registry test gradchecks them) ------------
-
-def _distinct(rng, *shape):  # pooling samples without ties (max has a kink at a tie)
-    n = 1
-    for s in shape:
-        n *= s
-    return rng.permutation(n).reshape(shape) * 0.1 + 0.01
-
-
-register([
-    ("max_pool2d", max_pool2d, lambda rng: [Sample(_distinct(rng, 1, 2, 4, 4), 2),
-                                            Sample(_distinct(rng, 1, 1, 5, 5), 3, stride=2, padding=1)]),
-    ("max_pool1d", max_pool1d, lambda rng: [Sample(_distinct(rng, 1, 2, 6), 2)]),
-    ("avg_pool2d", avg_pool2d, lambda rng: [Sample(_r(rng, 1, 2, 4, 4), 2), Sample(_r(rng, 1, 1, 5, 5), 3, stride=2)]),
-    ("avg_pool1d", avg_pool1d, lambda rng: [Sample(_r(rng, 1, 2, 6), 3)]),
-    ("adaptive_avg_pool2d", adaptive_avg_pool2d, lambda rng: [Sample(_r(rng, 2, 3, 4, 4), 1)]),
-])
