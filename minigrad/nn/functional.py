@@ -19,9 +19,10 @@ from ..ops import elementwise as _ew
 from ..ops import reduce as _red
 from ..ops._registry import as_tensor
 from ..tensor import Tensor
-# convolution, pooling, batch norm and smooth activations live in conv.py, pool.py and activations.py
+# convolution, padding, pooling, batch norm and smooth activations live in conv.py, padding.py, pool.py and activations.py
 from .activations import gelu, silu
-from .conv import batch_norm, conv1d, conv2d, pad
+from .conv import batch_norm, conv1d, conv2d
+from .padding import pad
 from .pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
 __all__ = [

@@ -21,7 +21,7 @@ from ..tensor import Tensor
 from . import init
 from . import conv as _C
 from . import functional as F
-from .layers import _size
+from ._common import ntuple, positive_int
 from .module import Module, Parameter
 
 __all__ = [
@@ -43,8 +43,8 @@ class _ConvNd(Module):
         nd, op = self._nd, self._op
         if padding_mode != "zeros":
             raise NotImplementedError(f"{op}: only padding_mode='zeros' is implemented, got {padding_mode!r}")
-        in_channels, out_channels = _size(in_channels, op, "in_channels"), _size(out_channels, op, "out_channels")
-        groups = _size(groups, op, "groups")
+        in_channels, out_channels = positive_int(in_channels, op, "in_channels"), positive_int(out_channels, op, "out_channels")
+        groups = positive_int(groups, op, "groups")
         if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"{op}: in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by "
@@ -52,14 +52,14 @@ class _ConvNd(Module):
             )
         self.in_channels = int(in_channels)
         self.out_channels = int(out_channels)
-        self.kernel_size = _C._ntuple(kernel_size, nd, "kernel_size", op)
-        self.stride = _C._ntuple(stride, nd, "stride", op)
-        self.padding = padding if isinstance(padding, str) else _C._ntuple(padding, nd, "padding", op, minimum=0)
+        self.kernel_size = ntuple(kernel_size, nd, "kernel_size", op)
+        self.stride = ntuple(stride, nd, "stride", op)
+        self.padding = padding if isinstance(padding, str) else ntuple(padding, nd, "padding", op, minimum=0)
         if isinstance(padding, str) and padding not in ("same", "valid"):
             raise ValueError(f"{op}: padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
         if padding == "same" and any(s != 1 for s in self.stride):
             raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
-        self.dilation = _C._ntuple(dilation, nd, "dilation", op)
+        self.dilation = ntuple(dilation, nd, "dilation", op)
         self.groups = int(groups)
         self.padding_mode = padding_mode
         shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
@@ -226,7 +226,7 @@ class _BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None):
         super().__init__()
-        self.num_features = _size(num_features, self._op, "num_features")
+        self.num_features = positive_int(num_features, self._op, "num_features")
         self.eps = float(eps)
         self.momentum = momentum
         self.affine = affine

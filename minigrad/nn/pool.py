@@ -20,8 +20,9 @@ from .. import strided as _strided
 from ..ops.shape import stack
 from ..tensor import Tensor
 from ..engine import run_op
-from ..ops._registry import Sample, as_tensor, composite, defop
-from .conv import _ntuple, _pad, _r
+from ..ops._registry import randn as _r, Sample, as_tensor, composite, defop
+from ._common import ntuple
+from .padding import pad_widths
 
 
 def _distinct(rng, *shape):
@@ -38,11 +39,11 @@ def _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode):
         raise ValueError(f"{op}: input must be {nd + 1}-D or {nd + 2}-D (N, C, *spatial), got shape {x.shape}")
     if ceil_mode:
         raise NotImplementedError(f"{op}: ceil_mode=True is not implemented")
-    ks = _ntuple(kernel_size, nd, "kernel_size", op)
+    ks = ntuple(kernel_size, nd, "kernel_size", op)
     stride = ks if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0) else \
-        _ntuple(stride, nd, "stride", op)
-    pads = _ntuple(padding, nd, "padding", op, minimum=0)
-    dilation = _ntuple(dilation, nd, "dilation", op)
+        ntuple(stride, nd, "stride", op)
+    pads = ntuple(padding, nd, "padding", op, minimum=0)
+    dilation = ntuple(dilation, nd, "dilation", op)
     for p, k in zip(pads, ks, strict=True):
         if p > k // 2:
             raise ValueError(f"{op}: padding {pads} must be at most half the kernel size {ks}")
@@ -55,7 +56,7 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
         raise TypeError(f"{op}: input must be floating-point, got {x.dtype}")
     spatial = tuple(range(x.ndim - nd, x.ndim))
     widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
-    xpad = _pad(x, widths, -math.inf)
+    xpad = pad_widths(x, widths, -math.inf)
     # which element of each window is the (first) maximum: constants (index arrays), not recorded
     v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation)
     index = run_op(WINDOW_ARGMAX, v, nd=nd, ks=ks, stride=stride, dilation=dilation)
@@ -136,7 +137,7 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
     x, ks, stride, pads, _ = _pool_args(x, kernel_size, stride, padding, 1, nd, op, ceil_mode)
     spatial = tuple(range(x.ndim - nd, x.ndim))
     widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
-    v = _strided.windows(_pad(x, widths), ks, axes=spatial, step=stride)
+    v = _strided.windows(pad_widths(x, widths), ks, axes=spatial, step=stride)
     s = v.sum(axis=tuple(range(x.ndim, x.ndim + nd)))
     if divisor_override is not None:
         if divisor_override == 0:
