@@ -19,7 +19,6 @@ PyTorch's shapes, argument names and semantics throughout::
 from __future__ import annotations
 
 import numbers
-import warnings
 
 from .. import autograd as _ag
 from .. import strided as _strided
@@ -203,10 +202,3 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
     if bias is not None:
         y = y + bias.reshape(bshape)
     return y
-
-
-def _softmax_dim(ndim):
-    """PyTorch's legacy choice of dim for ``Softmax(dim=None)``."""
-    warnings.warn("Softmax: implicit dim is deprecated; pass dim= (PyTorch's legacy rule is used)",
-                  UserWarning, stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1

@@ -2,7 +2,8 @@
 layers of ``mg.nn``.
 
 Every constructor checks its sizes (positive ints), with a ValueError naming the layer and
-the argument. Convolution, pooling and batch norm are in ``layers_conv.py``.
+the argument. The activations are in ``layers_activation.py``; convolution, pooling and batch
+norm in ``layers_conv.py``.
 """
 from __future__ import annotations
 
@@ -300,70 +301,6 @@ class Linear(Module):
 
     def extra_repr(self):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
-
-
-class ReLU(Module):
-    """max(x, 0)."""
-
-    def forward(self, x):
-        return F.relu(x)
-
-
-class Tanh(Module):
-    """tanh(x)."""
-
-    def forward(self, x):
-        return F.tanh(x)
-
-
-class Sigmoid(Module):
-    """1 / (1 + exp(-x))."""
-
-    def forward(self, x):
-        return F.sigmoid(x)
-
-
-class LeakyReLU(Module):
-    """``x`` where ``x > 0``, else ``negative_slope * x`` (``F.leaky_relu``)."""
-
-    def __init__(self, negative_slope: float = 0.01):
-        super().__init__()
-        self.negative_slope = float(negative_slope)
-
-    def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
-
-    def extra_repr(self):
-        return f"negative_slope={self.negative_slope}"
-
-
-class ELU(Module):
-    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)`` (``F.elu``)."""
-
-    def __init__(self, alpha: float = 1.0):
-        super().__init__()
-        self.alpha = float(alpha)
-
-    def forward(self, x):
-        return F.elu(x, self.alpha)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}"
-
-
-class Softplus(Module):
-    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (``F.softplus``)."""
-
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
-        super().__init__()
-        self.beta = float(beta)
-        self.threshold = float(threshold)
-
-    def forward(self, x):
-        return F.softplus(x, self.beta, self.threshold)
-
-    def extra_repr(self):
-        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class Embedding(Module):

@@ -1,5 +1,5 @@
-"""Layers for convolutional nets and transformers: Conv1d, Conv2d, MaxPool2d, AvgPool2d,
-BatchNorm1d, BatchNorm2d, GELU, SiLU, Softmax.
+"""Layers for convolutional nets: Conv1d, Conv2d, MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d,
+AdaptiveAvgPool2d, BatchNorm1d, BatchNorm2d.
 
 PyTorch's parameter names, shapes and default initialisation, so a ``state_dict`` moves
 between the two by name::
@@ -11,7 +11,6 @@ between the two by name::
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -26,7 +25,7 @@ from .module import Module, Parameter
 
 __all__ = [
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
-    "BatchNorm1d", "BatchNorm2d", "GELU", "SiLU", "Softmax",
+    "BatchNorm1d", "BatchNorm2d",
 ]
 
 
@@ -306,48 +305,3 @@ class BatchNorm2d(_BatchNorm):
 
     _dims = (4,)
     _op = "BatchNorm2d"
-
-
-# -- activations --------------------------------------------------------------------------------------------
-
-
-class GELU(Module):
-    """``x * Phi(x)`` (``approximate="none"``) or its tanh approximation (``"tanh"``)."""
-
-    def __init__(self, approximate: str = "none"):
-        super().__init__()
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
-
-    def forward(self, x):
-        return F.gelu(x, self.approximate)
-
-    def extra_repr(self):
-        return f"approximate={self.approximate!r}"
-
-
-class SiLU(Module):
-    """``x * sigmoid(x)``."""
-
-    def forward(self, x):
-        return F.silu(x)
-
-
-class Softmax(Module):
-    """Softmax along ``dim`` (PyTorch's ``nn.Softmax``; ``dim=None`` uses PyTorch's legacy
-    choice, with a warning)."""
-
-    def __init__(self, dim=None):
-        super().__init__()
-        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
-            raise TypeError(f"Softmax: dim must be an int or None, got {dim!r}")
-        self.dim = dim
-
-    def forward(self, x):
-        x = x if isinstance(x, Tensor) else Tensor(x)
-        dim = self.dim if self.dim is not None else _C._softmax_dim(x.ndim)
-        return F.softmax(x, dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
