@@ -18,7 +18,6 @@ from .. import _state
 from .. import creation as _creation
 from ..tensor import Tensor
 from . import init
-from . import conv as _C
 from . import functional as F
 from ._common import ntuple, positive_int
 from .module import Module, Parameter
@@ -104,7 +103,7 @@ class Conv2d(_ConvNd):
     _op = "Conv2d"
 
     def forward(self, x):
-        return _C.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class Conv1d(_ConvNd):
@@ -118,7 +117,7 @@ class Conv1d(_ConvNd):
     _op = "Conv1d"
 
     def forward(self, x):
-        return _C.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 # -- pooling ----------------------------------------------------------------------------------------------
@@ -277,7 +276,7 @@ class _BatchNorm(Module):
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         rm = self.running_mean if not self.training or self.track_running_stats else None
         rv = self.running_var if not self.training or self.track_running_stats else None
-        return _C.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, momentum, self.eps)
+        return F.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, momentum, self.eps)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
