@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numbers
 
-from .. import autograd as _ag
+from ..grad_mode import no_grad
 from .. import strided as _strided
 from ..ops._registry import randn as _r, Sample, as_tensor, composite
 from ..ops.einsum import einsum
@@ -184,7 +184,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
         var = (d * d).mean(axis=axes, keepdims=True)
         y = d / (var + eps).sqrt()
         if running_mean is not None or running_var is not None:
-            with _ag.no_grad():
+            with no_grad():
                 m = float(momentum)
                 if running_mean is not None:
                     new = running_mean * (1.0 - m) + mean.detach().reshape(c).astype(running_mean.dtype) * m
