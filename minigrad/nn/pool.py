@@ -27,10 +27,7 @@ from .padding import pad_widths
 
 def _distinct(rng, *shape):
     """A sample without ties (max pooling has a kink at a tie)."""
-    n = 1
-    for q in shape:
-        n *= q
-    return rng.permutation(n).reshape(shape) * 0.1 + 0.01
+    return rng.permutation(math.prod(shape)).reshape(shape) * 0.1 + 0.01
 
 
 def _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode):
