@@ -9,11 +9,16 @@ Layers keep PyTorch's parameter layout and default initialisation, so a
 """
 from __future__ import annotations
 
-from . import functional, init
+from . import functional, init, utils
 from .module import Module, Parameter, StateDictError  # module.py: Module, Parameter, state dicts
 from .layers import (  # layers.py: the containers and the basic layers
-    ELU, Dropout, Embedding, Flatten, Identity, LayerNorm, LeakyReLU, Linear, ModuleDict, ModuleList, ParameterList,
-    ReLU, Sequential, Sigmoid, Softplus, Tanh,
+    Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ModuleDict, ModuleList, ParameterList, Sequential,
+)
+from .layers_activation import (  # layers_activation.py: the activation layers (their functions: activations.py)
+    ELU, GELU, LeakyReLU, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh,
+)
+from .layers_conv import (  # layers_conv.py: convolution, pooling and batch norm layers
+    AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d,
 )
 from .losses import (  # losses.py: the loss modules (their functions are in functional)
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
@@ -25,16 +30,6 @@ __all__ = [
     "StateDictError", "functional", "init",
     "CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss", "HuberLoss", "SmoothL1Loss",
     "KLDivLoss",
-]
-
-# convolution, pooling, batch norm and activation layers (layers_conv.py), and nn.utils (issue 22)
-from .layers_conv import (  # noqa: E402
-    GELU, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d,
-    SiLU, Softmax,
-)
-from . import utils  # noqa: E402
-
-__all__ += [
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "GELU", "SiLU", "Softmax", "utils",
 ]

@@ -1,10 +1,13 @@
-"""Smooth activations, functional form: ``gelu`` (exact or tanh) and ``silu``.
+"""Activations, functional form: ``relu``, ``tanh``, ``sigmoid`` (the ops ``mg.relu``, ``mg.tanh``,
+``mg.sigmoid`` themselves), ``leaky_relu``, ``elu``, ``softplus``, ``gelu`` (exact or tanh),
+``silu``, ``softmax`` and ``log_softmax`` (their layers are in ``layers_activation.py``).
 
 ``gelu`` (exact) is ``x * Phi(x)`` with ``Phi`` the normal CDF: an op (``normal_cdf``) computed
 from a Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose
 gradient ``exp(-x^2 / 2) / sqrt(2 pi)`` is an array-API rule like every other.
 
-``minigrad.nn.functional`` exports these names; their registry entries close this file.
+``minigrad.nn.functional`` exports these names; ``gelu`` and ``silu`` are composites
+(``@composite``), gradchecked and gradgradchecked by the registry test from their samples.
 """
 from __future__ import annotations
 
@@ -14,8 +17,60 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import run_op
-from ..ops._registry import Sample, as_tensor, defop
-from .conv import _r, register
+from ..ops import elementwise as _ew
+from ..ops import reduce as _red
+from ..ops._registry import randn as _r, Sample, as_tensor, composite, defop
+from ..ops.elementwise import relu, sigmoid, tanh  # the ops themselves: F.relu is mg.relu (one function, one rule)
+
+__all__ = ["relu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "gelu", "silu", "softmax", "log_softmax"]
+
+
+def leaky_relu(x, negative_slope: float = 0.01):
+    """``x`` where ``x > 0``, else ``negative_slope * x``; PyTorch's ``F.leaky_relu``.
+
+    >>> F.leaky_relu(mg.tensor([-2.0, 3.0])).tolist()
+    [-0.02, 3.0]
+    """
+    x = as_tensor(x, "leaky_relu")
+    return _ew.where(x > 0, x, x * negative_slope)
+
+
+def elu(x, alpha: float = 1.0):
+    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``; PyTorch's ``F.elu``.
+
+    >>> round(F.elu(mg.tensor([-1.0])).item(), 4)
+    -0.6321
+    """
+    x = as_tensor(x, "elu")
+    pos = x > 0
+    # exp of the negative side only: a large positive x never overflows in the branch not taken
+    return _ew.where(pos, x, (_ew.where(pos, 0.0, x).exp() - 1.0) * alpha)
+
+
+def softplus(x, beta: float = 1.0, threshold: float = 20.0):
+    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``
+    (PyTorch's ``F.softplus``, its formula and its threshold).
+
+    >>> round(F.softplus(mg.tensor([0.0])).item(), 4)
+    0.6931
+    """
+    x = as_tensor(x, "softplus")
+    bx = x * beta
+    big = bx > threshold
+    return _ew.where(big, x, _ew.where(big, 0.0, bx).exp().log1p() / beta)
+
+
+def softmax(x, dim=-1):
+    """exp(x) / sum(exp(x)) along ``dim`` (default the last), computed stably."""
+    return _red.softmax(as_tensor(x, "softmax"), dim)
+
+
+def log_softmax(x, dim=-1):
+    """x - logsumexp(x) along ``dim`` (default the last), computed stably."""
+    return _red.log_softmax(as_tensor(x, "log_softmax"), dim)
+
+
+# -- gelu: x times the normal CDF ------------------------------------------------------------------
 
 # W. J. Cody's rational approximations of erf / erfc (Math. Comp. 23, 1969; netlib specfun CALERF)
 _ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
@@ -100,6 +155,8 @@ NORMAL_CDF = defop("normal_cdf", _normal_cdf,
                    torch=lambda th, x: th.special.ndtr(x))
 
 
+@composite("gelu", samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 5), approximate="tanh")],
+           export=False)
 def gelu(x, approximate: str = "none"):
     """Gaussian error linear unit, PyTorch's ``F.gelu``.
 
@@ -119,13 +176,8 @@ def gelu(x, approximate: str = "none"):
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+@composite("silu", samples=lambda rng: [Sample(_r(rng, 3, 4))], export=False)
 def silu(x):
     """``x * sigmoid(x)`` (swish), PyTorch's ``F.silu``."""
     x = as_tensor(x, "silu")
     return x * x.sigmoid()
-
-
-register([
-    ("gelu", gelu, lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 5), approximate="tanh")]),
-    ("silu", silu, lambda rng: [Sample(_r(rng, 3, 4))]),
-])

@@ -1,10 +1,9 @@
-"""Convolution, padding and batch normalisation, functional form, and the helpers pooling
-(``pool.py``) and the smooth activations (``activations.py``) share with them.
+"""Convolution and batch normalisation, functional form: ``conv1d``, ``conv2d``, ``batch_norm``.
 
 Everything here is composed from minigrad's public operations, so it runs on every backend
 (NumPy, CuPy) and gives derivatives of every order:
 
-* ``conv1d`` / ``conv2d`` pad the input (``pad``, a Function whose gradient is a slice),
+* ``conv1d`` / ``conv2d`` pad the input (``padding.py``'s op, whose gradient is a slice),
   take sliding windows of it (``mg.strided.windows``, a view whose gradient is an
   overlap-add), copy those windows once with the output positions innermost (the copy
   streams along rows) and contract them with the weight in ONE ``mg.einsum`` over
@@ -20,93 +19,15 @@ PyTorch's shapes, argument names and semantics throughout::
 from __future__ import annotations
 
 import numbers
-import warnings
 
-import numpy as np
-
-from .. import autograd as _ag
+from ..grad_mode import no_grad
 from .. import strided as _strided
-from ..engine import run_op
-from ..ops._registry import randn as _r, Sample, composite, defop
+from ..ops._registry import randn as _r, Sample, as_tensor, composite
 from ..ops.einsum import einsum
-from ..ops._registry import as_tensor
+from ._common import ntuple
+from .padding import pad_widths
 
-__all__ = ["pad", "conv1d", "conv2d", "batch_norm"]
-
-
-
-def _ntuple(v, n, name, op, minimum=1):
-    """An int or a sequence of ``n`` ints, as a tuple of ``n`` ints >= ``minimum``."""
-    if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
-        v = (int(v),) * n
-    try:
-        v = tuple(v)
-    except TypeError:
-        raise TypeError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}") from None
-    if len(v) != n or any(isinstance(s, (bool, np.bool_)) or not isinstance(s, numbers.Integral) for s in v):
-        raise TypeError(f"{op}: {name} must be an int or a tuple of {n} ints, got {v!r}")
-    if any(s < minimum for s in v):
-        raise ValueError(f"{op}: {name} must be >= {minimum}, got {v!r}")
-    return tuple(int(s) for s in v)
-
-
-# -- padding --------------------------------------------------------------------------------------
-
-
-def _inner(shape, widths):
-    """Where the input sits inside its padding: one slice per dim."""
-    return tuple(slice(lo, lo + n) for n, (lo, _) in zip(shape, widths, strict=True))
-
-
-def _padded(xp, x, widths, value):
-    out = xp.full(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths, strict=True)), value, dtype=x.dtype)
-    out[_inner(x.shape, widths)] = x
-    return out
-
-
-# constant padding; its gradient is the slice of the interior (a view)
-PAD_CONSTANT = defop("pad_constant", _padded,
-                     lambda ctx, g, widths, value: (g[_inner(ctx.meta[0][0], widths)],), kind="other",
-                     # affine: the tangent is padded with zeros, whatever the value
-                     jvp=lambda ctx, t, widths, value: ctx.xp.run_op(PAD_CONSTANT, t, widths=widths, value=0.0),
-                     samples=lambda rng: [Sample(_r(rng, 2, 3), widths=((0, 0), (1, 2)), value=0.5),
-                                          Sample(_r(rng, 2, 2, 3), widths=((1, 0), (0, 0), (2, 1)), value=0.0)])
-
-
-def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyTorch's name
-    """Pad ``x`` with a constant, PyTorch's ``F.pad`` convention.
-
-    Args:
-        x: a Tensor.
-        pad: ``(left, right)`` pairs starting from the LAST dim: ``(l, r)`` pads the last dim,
-            ``(l, r, t, b)`` the last two, and so on. Entries must be >= 0.
-        mode: only ``"constant"``.
-        value: the fill value.
-
-    Returns:
-        a new Tensor; its gradient is the interior of the incoming one.
-
-    >>> F.pad(mg.ones(2, 3), (1, 1)).shape
-    (2, 5)
-    """
-    x = as_tensor(x, "pad")
-    if mode != "constant":
-        raise NotImplementedError(f"pad: only mode='constant' is implemented, got {mode!r}")
-    pad = tuple(int(p) for p in pad)
-    if len(pad) % 2 or len(pad) // 2 > x.ndim:
-        raise ValueError(f"pad: {pad} must hold (left, right) pairs for at most {x.ndim} dims (input shape {x.shape})")
-    if any(p < 0 for p in pad):
-        raise ValueError(f"pad: negative padding {pad} is not supported")
-    widths = [(0, 0)] * x.ndim
-    for k in range(len(pad) // 2):
-        widths[x.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
-    return _pad(x, tuple(widths), value)
-
-
-def _pad(x, widths, value=0.0):
-    if all(lo == 0 and hi == 0 for lo, hi in widths):
-        return x
-    return run_op(PAD_CONSTANT, x, widths=tuple(widths), value=value)
+__all__ = ["conv1d", "conv2d", "batch_norm"]
 
 
 # -- convolution ------------------------------------------------------------------------------------
@@ -128,7 +49,7 @@ def _conv_padding(padding, ks, stride, dilation, nd, op):
                 out.append((total // 2, total - total // 2))  # the odd one on the right, as PyTorch
             return tuple(out)
         raise ValueError(f"{op}: padding must be 'valid', 'same', an int or a tuple of ints, got {padding!r}")
-    p = _ntuple(padding, nd, "padding", op, minimum=0)
+    p = ntuple(padding, nd, "padding", op, minimum=0)
     return tuple((q, q) for q in p)
 
 
@@ -156,8 +77,8 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
         bias = as_tensor(bias, op)
         if tuple(bias.shape) != (o,):
             raise ValueError(f"{op}: bias must have shape ({o},), got {bias.shape}")
-    stride = _ntuple(stride, nd, "stride", op)
-    dilation = _ntuple(dilation, nd, "dilation", op)
+    stride = ntuple(stride, nd, "stride", op)
+    dilation = ntuple(dilation, nd, "dilation", op)
     widths = _conv_padding(padding, ks, stride, dilation, nd, op)
     spatial = x.shape[2:]
     for i in range(nd):
@@ -166,7 +87,7 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
                 f"{op}: the padded input {tuple(s + sum(w) for s, w in zip(spatial, widths, strict=True))} is "
                 f"smaller than the dilated kernel {tuple(d * (k - 1) + 1 for k, d in zip(ks, dilation, strict=True))}"
             )
-    xp_ = _pad(x, ((0, 0), (0, 0)) + widths)
+    xp_ = pad_widths(x, ((0, 0), (0, 0)) + widths)
     v = _strided.windows(xp_, ks, axes=tuple(range(2, 2 + nd)), step=stride, dilation=dilation)
     outs = tuple(v.shape[2:2 + nd])
     g = groups
@@ -185,6 +106,10 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
     return out.squeeze(0) if unbatched else out
 
 
+@composite("conv2d", export=False,
+           samples=lambda rng: [Sample(_r(rng, 1, 2, 5, 5), _r(rng, 3, 2, 3, 3), _r(rng, 3)),
+                                Sample(_r(rng, 1, 4, 6, 5), _r(rng, 4, 2, 2, 3), stride=2, padding=1,
+                                       dilation=(1, 2), groups=2)])
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """2-D cross-correlation, PyTorch's ``F.conv2d``.
 
@@ -206,6 +131,7 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 
     return _conv(x, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
 
 
+@composite("conv1d", samples=lambda rng: [Sample(_r(rng, 2, 2, 7), _r(rng, 3, 2, 3), padding="same")], export=False)
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups: int = 1):
     """1-D cross-correlation, PyTorch's ``F.conv1d``: x (N, C, L), weight (O, C / groups, k).
 
@@ -258,7 +184,7 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
         var = (d * d).mean(axis=axes, keepdims=True)
         y = d / (var + eps).sqrt()
         if running_mean is not None or running_var is not None:
-            with _ag.no_grad():
+            with no_grad():
                 m = float(momentum)
                 if running_mean is not None:
                     new = running_mean * (1.0 - m) + mean.detach().reshape(c).astype(running_mean.dtype) * m
@@ -276,31 +202,3 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
     if bias is not None:
         y = y + bias.reshape(bshape)
     return y
-
-
-def _softmax_dim(ndim):
-    """PyTorch's legacy choice of dim for ``Softmax(dim=None)``."""
-    warnings.warn("Softmax: implicit dim is deprecated; pass dim= (PyTorch's legacy rule is used)",
-                  UserWarning, stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-# -- their registry entries: built from registered ops (pad, windows, einsum...), so each is a
-# composite; the registry test gradchecks and gradgradchecks them from these samples ---------------
-
-_ENTRIES = [
-    ("conv2d", conv2d, lambda rng: [Sample(_r(rng, 1, 2, 5, 5), _r(rng, 3, 2, 3, 3), _r(rng, 3)),
-                                    Sample(_r(rng, 1, 4, 6, 5), _r(rng, 4, 2, 2, 3), stride=2, padding=1,
-                                           dilation=(1, 2), groups=2)]),
-    ("conv1d", conv1d, lambda rng: [Sample(_r(rng, 2, 2, 7), _r(rng, 3, 2, 3), padding="same")]),
-    ("functional_pad", pad, lambda rng: [Sample(_r(rng, 2, 3), (1, 2))]),  # F.pad; "pad" is np.pad's
-]
-
-
-def register(entries):
-    """Each ``(name, function, samples)`` as a composite op (conv, pool and activations use it)."""
-    for name, fn, samples in entries:
-        composite(name, samples=samples, export=False)(fn)
-
-
-register(_ENTRIES)

@@ -1,6 +1,9 @@
-"""Functional layers and losses: linear, activations, softmax, the losses (from losses.py:
-cross_entropy, nll_loss, mse_loss, l1_loss, binary_cross_entropy(_with_logits), huber_loss,
-smooth_l1_loss, kl_div, one_hot), dropout, layer_norm, embedding.
+"""``mg.nn.functional``: the functions of ``mg.nn`` in one namespace (PyTorch's names and arguments).
+
+Written here: ``linear``, ``dropout``, ``layer_norm``, ``embedding``. Gathered from the files that
+write them: the activations (``activations.py``), ``conv1d``, ``conv2d`` and ``batch_norm``
+(``conv.py``), ``pad`` (``padding.py``), the poolings (``pool.py``) and the losses and ``one_hot``
+(``losses.py``). The layers (``layers*.py``) call them through this namespace.
 
 ``linear``, ``cross_entropy`` and ``binary_cross_entropy_with_logits`` are fused ops: one
 Node each, with a forward and a gradient rule written for the hot path (no temporaries
@@ -15,13 +18,15 @@ import numpy as np
 
 from .. import creation
 from ..ops import linalg as _la
-from ..ops import elementwise as _ew
-from ..ops import reduce as _red
 from ..ops._registry import as_tensor
 from ..tensor import Tensor
-# convolution, pooling, batch norm and smooth activations live in conv.py, pool.py and activations.py
-from .activations import gelu, silu
-from .conv import batch_norm, conv1d, conv2d, pad
+from .activations import elu, gelu, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus, tanh
+from .conv import batch_norm, conv1d, conv2d
+from .losses import (
+    binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss, mse_loss,
+    nll_loss, one_hot, smooth_l1_loss,
+)
+from .padding import pad
 from .pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
 __all__ = [
@@ -29,8 +34,9 @@ __all__ = [
     "mse_loss", "binary_cross_entropy_with_logits", "dropout", "layer_norm", "embedding",
     "leaky_relu", "elu", "softplus", "l1_loss", "binary_cross_entropy", "huber_loss", "smooth_l1_loss", "kl_div",
     "one_hot",
+    "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "gelu",
+    "silu", "batch_norm", "pad",
 ]
-
 
 
 # -- linear -----------------------------------------------------------------------------
@@ -56,68 +62,6 @@ def linear(x, weight, bias=None):
 
 def _dtype_name(dt):
     return f"mg.{np.dtype(dt).name}" if np.dtype(dt).kind == "f" else "mg.float32"
-
-
-# -- activations ---------------------------------------------------------------------------
-
-
-# the ops themselves, as mg.relu, mg.tanh and mg.sigmoid: one function, one rule
-relu = _ew.relu
-tanh = _ew.tanh
-sigmoid = _ew.sigmoid
-
-
-def leaky_relu(x, negative_slope: float = 0.01):
-    """``x`` where ``x > 0``, else ``negative_slope * x``; PyTorch's ``F.leaky_relu``.
-
-    >>> F.leaky_relu(mg.tensor([-2.0, 3.0])).tolist()
-    [-0.02, 3.0]
-    """
-    x = as_tensor(x, "leaky_relu")
-    return _ew.where(x > 0, x, x * negative_slope)
-
-
-def elu(x, alpha: float = 1.0):
-    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``; PyTorch's ``F.elu``.
-
-    >>> round(F.elu(mg.tensor([-1.0])).item(), 4)
-    -0.6321
-    """
-    x = as_tensor(x, "elu")
-    pos = x > 0
-    # exp of the negative side only: a large positive x never overflows in the branch not taken
-    return _ew.where(pos, x, (_ew.where(pos, 0.0, x).exp() - 1.0) * alpha)
-
-
-def softplus(x, beta: float = 1.0, threshold: float = 20.0):
-    """``log(1 + exp(beta * x)) / beta``, and ``x`` itself where ``beta * x > threshold``
-    (PyTorch's ``F.softplus``, its formula and its threshold).
-
-    >>> round(F.softplus(mg.tensor([0.0])).item(), 4)
-    0.6931
-    """
-    x = as_tensor(x, "softplus")
-    bx = x * beta
-    big = bx > threshold
-    return _ew.where(big, x, _ew.where(big, 0.0, bx).exp().log1p() / beta)
-
-
-def softmax(x, dim=-1):
-    """exp(x) / sum(exp(x)) along ``dim`` (default the last), computed stably."""
-    return _red.softmax(as_tensor(x, "softmax"), dim)
-
-
-def log_softmax(x, dim=-1):
-    """x - logsumexp(x) along ``dim`` (default the last), computed stably."""
-    return _red.log_softmax(as_tensor(x, "log_softmax"), dim)
-
-
-# -- losses (losses.py) -----------------------------------------------------------------------
-
-from .losses import (  # noqa: E402
-    binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss, mse_loss,
-    nll_loss, one_hot, smooth_l1_loss,
-)
 
 
 # -- regularisation and normalisation ------------------------------------------------------------
@@ -175,8 +119,3 @@ def embedding(indices, weight):
             raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for {n} embeddings")
     # index by the Tensor itself when there is one: getitem saves it with its version
     return weight[indices if isinstance(indices, Tensor) else idx]
-
-__all__ += [
-    "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "gelu",
-    "silu", "batch_norm", "pad",
-]

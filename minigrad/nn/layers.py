@@ -2,28 +2,22 @@
 layers of ``mg.nn``.
 
 Every constructor checks its sizes (positive ints), with a ValueError naming the layer and
-the argument. Convolution, pooling and batch norm are in ``layers_conv.py``.
+the argument. The activations are in ``layers_activation.py``; convolution, pooling and batch
+norm in ``layers_conv.py``.
 """
 from __future__ import annotations
 
 import math
-import numbers
 from collections import OrderedDict
 
 import numpy as np
 
 from .. import creation as _creation
 from . import init
+from ._common import positive_int
 from . import functional as F
 from ..tensor import Tensor
 from .module import Module, Parameter
-
-
-def _size(value, layer, arg):
-    """``value`` as an int, which must be positive: a ValueError naming the layer and the argument."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{layer}: {arg} must be a positive int, got {value!r}")
-    return int(value)
 
 
 # -- containers -----------------------------------------------------------------------------------------
@@ -287,8 +281,8 @@ class Linear(Module):
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, dtype=None, device=None):
         super().__init__()
-        self.in_features = _size(in_features, "Linear", "in_features")
-        self.out_features = _size(out_features, "Linear", "out_features")
+        self.in_features = positive_int(in_features, "Linear", "in_features")
+        self.out_features = positive_int(out_features, "Linear", "out_features")
         self.weight = Parameter(_creation.empty(self.out_features, self.in_features, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(_creation.empty(self.out_features, dtype=dtype, device=device))
@@ -309,70 +303,6 @@ class Linear(Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
 
 
-class ReLU(Module):
-    """max(x, 0)."""
-
-    def forward(self, x):
-        return F.relu(x)
-
-
-class Tanh(Module):
-    """tanh(x)."""
-
-    def forward(self, x):
-        return F.tanh(x)
-
-
-class Sigmoid(Module):
-    """1 / (1 + exp(-x))."""
-
-    def forward(self, x):
-        return F.sigmoid(x)
-
-
-class LeakyReLU(Module):
-    """``x`` where ``x > 0``, else ``negative_slope * x`` (``F.leaky_relu``)."""
-
-    def __init__(self, negative_slope: float = 0.01):
-        super().__init__()
-        self.negative_slope = float(negative_slope)
-
-    def forward(self, x):
-        return F.leaky_relu(x, self.negative_slope)
-
-    def extra_repr(self):
-        return f"negative_slope={self.negative_slope}"
-
-
-class ELU(Module):
-    """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)`` (``F.elu``)."""
-
-    def __init__(self, alpha: float = 1.0):
-        super().__init__()
-        self.alpha = float(alpha)
-
-    def forward(self, x):
-        return F.elu(x, self.alpha)
-
-    def extra_repr(self):
-        return f"alpha={self.alpha}"
-
-
-class Softplus(Module):
-    """``log(1 + exp(beta x)) / beta``, linear above ``threshold`` (``F.softplus``)."""
-
-    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
-        super().__init__()
-        self.beta = float(beta)
-        self.threshold = float(threshold)
-
-    def forward(self, x):
-        return F.softplus(x, self.beta, self.threshold)
-
-    def extra_repr(self):
-        return f"beta={self.beta}, threshold={self.threshold}"
-
-
 class Embedding(Module):
     """A lookup table: integer indices of any shape -> rows of ``weight`` (num_embeddings, embedding_dim).
 
@@ -381,8 +311,8 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None, device=None):
         super().__init__()
-        self.num_embeddings = _size(num_embeddings, "Embedding", "num_embeddings")
-        self.embedding_dim = _size(embedding_dim, "Embedding", "embedding_dim")
+        self.num_embeddings = positive_int(num_embeddings, "Embedding", "num_embeddings")
+        self.embedding_dim = positive_int(embedding_dim, "Embedding", "embedding_dim")
         self.weight = Parameter(_creation.empty(self.num_embeddings, self.embedding_dim, dtype=dtype, device=device))
         self.reset_parameters()
 
@@ -421,9 +351,9 @@ class LayerNorm(Module):
                  dtype=None, device=None):
         super().__init__()
         if isinstance(normalized_shape, str) or not hasattr(normalized_shape, "__iter__"):  # one size
-            self.normalized_shape = (_size(normalized_shape, "LayerNorm", "normalized_shape"),)
+            self.normalized_shape = (positive_int(normalized_shape, "LayerNorm", "normalized_shape"),)
         else:
-            self.normalized_shape = tuple(_size(s, "LayerNorm", f"normalized_shape[{i}]")
+            self.normalized_shape = tuple(positive_int(s, "LayerNorm", f"normalized_shape[{i}]")
                                           for i, s in enumerate(normalized_shape))
         self.eps = float(eps)
         self.elementwise_affine = elementwise_affine

@@ -1,5 +1,5 @@
-"""Layers for convolutional nets and transformers: Conv1d, Conv2d, MaxPool2d, AvgPool2d,
-BatchNorm1d, BatchNorm2d, GELU, SiLU, Softmax.
+"""Layers for convolutional nets: Conv1d, Conv2d, MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d,
+AdaptiveAvgPool2d, BatchNorm1d, BatchNorm2d.
 
 PyTorch's parameter names, shapes and default initialisation, so a ``state_dict`` moves
 between the two by name::
@@ -11,7 +11,6 @@ between the two by name::
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -19,14 +18,13 @@ from .. import _state
 from .. import creation as _creation
 from ..tensor import Tensor
 from . import init
-from . import conv as _C
 from . import functional as F
-from .layers import _size
+from ._common import ntuple, positive_int
 from .module import Module, Parameter
 
 __all__ = [
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
-    "BatchNorm1d", "BatchNorm2d", "GELU", "SiLU", "Softmax",
+    "BatchNorm1d", "BatchNorm2d",
 ]
 
 
@@ -43,8 +41,8 @@ class _ConvNd(Module):
         nd, op = self._nd, self._op
         if padding_mode != "zeros":
             raise NotImplementedError(f"{op}: only padding_mode='zeros' is implemented, got {padding_mode!r}")
-        in_channels, out_channels = _size(in_channels, op, "in_channels"), _size(out_channels, op, "out_channels")
-        groups = _size(groups, op, "groups")
+        in_channels, out_channels = positive_int(in_channels, op, "in_channels"), positive_int(out_channels, op, "out_channels")
+        groups = positive_int(groups, op, "groups")
         if in_channels % groups or out_channels % groups:
             raise ValueError(
                 f"{op}: in_channels ({in_channels}) and out_channels ({out_channels}) must be divisible by "
@@ -52,14 +50,14 @@ class _ConvNd(Module):
             )
         self.in_channels = int(in_channels)
         self.out_channels = int(out_channels)
-        self.kernel_size = _C._ntuple(kernel_size, nd, "kernel_size", op)
-        self.stride = _C._ntuple(stride, nd, "stride", op)
-        self.padding = padding if isinstance(padding, str) else _C._ntuple(padding, nd, "padding", op, minimum=0)
+        self.kernel_size = ntuple(kernel_size, nd, "kernel_size", op)
+        self.stride = ntuple(stride, nd, "stride", op)
+        self.padding = padding if isinstance(padding, str) else ntuple(padding, nd, "padding", op, minimum=0)
         if isinstance(padding, str) and padding not in ("same", "valid"):
             raise ValueError(f"{op}: padding must be 'valid', 'same', an int or a tuple, got {padding!r}")
         if padding == "same" and any(s != 1 for s in self.stride):
             raise ValueError(f"{op}: padding='same' is not supported for strided convolutions")
-        self.dilation = _C._ntuple(dilation, nd, "dilation", op)
+        self.dilation = ntuple(dilation, nd, "dilation", op)
         self.groups = int(groups)
         self.padding_mode = padding_mode
         shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
@@ -105,7 +103,7 @@ class Conv2d(_ConvNd):
     _op = "Conv2d"
 
     def forward(self, x):
-        return _C.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 class Conv1d(_ConvNd):
@@ -119,7 +117,7 @@ class Conv1d(_ConvNd):
     _op = "Conv1d"
 
     def forward(self, x):
-        return _C.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
 # -- pooling ----------------------------------------------------------------------------------------------
@@ -226,7 +224,7 @@ class _BatchNorm(Module):
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None):
         super().__init__()
-        self.num_features = _size(num_features, self._op, "num_features")
+        self.num_features = positive_int(num_features, self._op, "num_features")
         self.eps = float(eps)
         self.momentum = momentum
         self.affine = affine
@@ -278,7 +276,7 @@ class _BatchNorm(Module):
         use_batch = self.training or (self.running_mean is None and self.running_var is None)
         rm = self.running_mean if not self.training or self.track_running_stats else None
         rv = self.running_var if not self.training or self.track_running_stats else None
-        return _C.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, momentum, self.eps)
+        return F.batch_norm(x, rm, rv, self.weight, self.bias, use_batch, momentum, self.eps)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
@@ -306,48 +304,3 @@ class BatchNorm2d(_BatchNorm):
 
     _dims = (4,)
     _op = "BatchNorm2d"
-
-
-# -- activations --------------------------------------------------------------------------------------------
-
-
-class GELU(Module):
-    """``x * Phi(x)`` (``approximate="none"``) or its tanh approximation (``"tanh"``)."""
-
-    def __init__(self, approximate: str = "none"):
-        super().__init__()
-        if approximate not in ("none", "tanh"):
-            raise ValueError(f"GELU: approximate must be 'none' or 'tanh', got {approximate!r}")
-        self.approximate = approximate
-
-    def forward(self, x):
-        return F.gelu(x, self.approximate)
-
-    def extra_repr(self):
-        return f"approximate={self.approximate!r}"
-
-
-class SiLU(Module):
-    """``x * sigmoid(x)``."""
-
-    def forward(self, x):
-        return F.silu(x)
-
-
-class Softmax(Module):
-    """Softmax along ``dim`` (PyTorch's ``nn.Softmax``; ``dim=None`` uses PyTorch's legacy
-    choice, with a warning)."""
-
-    def __init__(self, dim=None):
-        super().__init__()
-        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
-            raise TypeError(f"Softmax: dim must be an int or None, got {dim!r}")
-        self.dim = dim
-
-    def forward(self, x):
-        x = x if isinstance(x, Tensor) else Tensor(x)
-        dim = self.dim if self.dim is not None else _C._softmax_dim(x.ndim)
-        return F.softmax(x, dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"

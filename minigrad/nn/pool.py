@@ -6,7 +6,8 @@ runs on every backend and gives derivatives of every order. ``max_pool2d`` picks
 first maximum (PyTorch's tie rule) by ``argmax`` and gathers it with advanced indexing, so the
 gradient goes to exactly one element per window.
 
-``minigrad.nn.functional`` exports these names; their registry entries close this file.
+``minigrad.nn.functional`` exports these names. Each is a composite (``@composite``): the registry
+test gradchecks and gradgradchecks it from its samples.
 """
 from __future__ import annotations
 
@@ -19,8 +20,14 @@ from .. import strided as _strided
 from ..ops.shape import stack
 from ..tensor import Tensor
 from ..engine import run_op
-from ..ops._registry import Sample, as_tensor, defop
-from .conv import _ntuple, _pad, _r, register
+from ..ops._registry import randn as _r, Sample, as_tensor, composite, defop
+from ._common import ntuple
+from .padding import pad_widths
+
+
+def _distinct(rng, *shape):
+    """A sample without ties (max pooling has a kink at a tie)."""
+    return rng.permutation(math.prod(shape)).reshape(shape) * 0.1 + 0.01
 
 
 def _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode):
@@ -29,11 +36,11 @@ def _pool_args(x, kernel_size, stride, padding, dilation, nd, op, ceil_mode):
         raise ValueError(f"{op}: input must be {nd + 1}-D or {nd + 2}-D (N, C, *spatial), got shape {x.shape}")
     if ceil_mode:
         raise NotImplementedError(f"{op}: ceil_mode=True is not implemented")
-    ks = _ntuple(kernel_size, nd, "kernel_size", op)
+    ks = ntuple(kernel_size, nd, "kernel_size", op)
     stride = ks if stride is None or (not isinstance(stride, numbers.Integral) and len(stride) == 0) else \
-        _ntuple(stride, nd, "stride", op)
-    pads = _ntuple(padding, nd, "padding", op, minimum=0)
-    dilation = _ntuple(dilation, nd, "dilation", op)
+        ntuple(stride, nd, "stride", op)
+    pads = ntuple(padding, nd, "padding", op, minimum=0)
+    dilation = ntuple(dilation, nd, "dilation", op)
     for p, k in zip(pads, ks, strict=True):
         if p > k // 2:
             raise ValueError(f"{op}: padding {pads} must be at most half the kernel size {ks}")
@@ -46,7 +53,7 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
         raise TypeError(f"{op}: input must be floating-point, got {x.dtype}")
     spatial = tuple(range(x.ndim - nd, x.ndim))
     widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
-    xpad = _pad(x, widths, -math.inf)
+    xpad = pad_widths(x, widths, -math.inf)
     # which element of each window is the (first) maximum: constants (index arrays), not recorded
     v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation)
     index = run_op(WINDOW_ARGMAX, v, nd=nd, ks=ks, stride=stride, dilation=dilation)
@@ -93,6 +100,9 @@ WINDOW_ARGMAX = defop("window_argmax", _window_argmax, kind="other", n_out=None)
 FLAT_POSITIONS = defop("flat_positions", _flat_positions, kind="other")
 
 
+@composite("max_pool2d", export=False,
+           samples=lambda rng: [Sample(_distinct(rng, 1, 2, 4, 4), 2),
+                                Sample(_distinct(rng, 1, 1, 5, 5), 3, stride=2, padding=1)])
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """2-D max pooling, PyTorch's ``F.max_pool2d`` (x (N, C, H, W) or (C, H, W)).
@@ -113,6 +123,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bo
     return _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices, 2, "max_pool2d")
 
 
+@composite("max_pool1d", samples=lambda rng: [Sample(_distinct(rng, 1, 2, 6), 2)], export=False)
 def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode: bool = False,
                return_indices: bool = False):
     """1-D max pooling, PyTorch's ``F.max_pool1d`` (x (N, C, L) or (C, L)); see ``max_pool2d``."""
@@ -123,7 +134,7 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
     x, ks, stride, pads, _ = _pool_args(x, kernel_size, stride, padding, 1, nd, op, ceil_mode)
     spatial = tuple(range(x.ndim - nd, x.ndim))
     widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
-    v = _strided.windows(_pad(x, widths), ks, axes=spatial, step=stride)
+    v = _strided.windows(pad_widths(x, widths), ks, axes=spatial, step=stride)
     s = v.sum(axis=tuple(range(x.ndim, x.ndim + nd)))
     if divisor_override is not None:
         if divisor_override == 0:
@@ -138,6 +149,8 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
     return s / Tensor(counts, device=x.device)
 
 
+@composite("avg_pool2d", export=False,
+           samples=lambda rng: [Sample(_r(rng, 1, 2, 4, 4), 2), Sample(_r(rng, 1, 1, 5, 5), 3, stride=2)])
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True,
                divisor_override=None):
     """2-D average pooling, PyTorch's ``F.avg_pool2d`` (x (N, C, H, W) or (C, H, W)).
@@ -155,11 +168,13 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, 
                      "avg_pool2d")
 
 
+@composite("avg_pool1d", samples=lambda rng: [Sample(_r(rng, 1, 2, 6), 3)], export=False)
 def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode: bool = False, count_include_pad: bool = True):
     """1-D average pooling, PyTorch's ``F.avg_pool1d`` (x (N, C, L) or (C, L)); see ``avg_pool2d``."""
     return _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, None, 1, "avg_pool1d")
 
 
+@composite("adaptive_avg_pool2d", samples=lambda rng: [Sample(_r(rng, 2, 3, 4, 4), 1)], export=False)
 def adaptive_avg_pool2d(x, output_size):
     """Average pooling to a given output size, PyTorch's ``F.adaptive_avg_pool2d``.
 
@@ -195,22 +210,3 @@ def adaptive_avg_pool2d(x, output_size):
             cells.append(x[..., r0:r1, c0:c1].mean(axis=(-2, -1)))
         rows.append(stack(cells, axis=-1))
     return stack(rows, axis=-2)
-
-
-# -- registry entries (composites of registered ops: the registry test gradchecks them) ------------
-
-def _distinct(rng, *shape):  # pooling samples without ties (max has a kink at a tie)
-    n = 1
-    for s in shape:
-        n *= s
-    return rng.permutation(n).reshape(shape) * 0.1 + 0.01
-
-
-register([
-    ("max_pool2d", max_pool2d, lambda rng: [Sample(_distinct(rng, 1, 2, 4, 4), 2),
-                                            Sample(_distinct(rng, 1, 1, 5, 5), 3, stride=2, padding=1)]),
-    ("max_pool1d", max_pool1d, lambda rng: [Sample(_distinct(rng, 1, 2, 6), 2)]),
-    ("avg_pool2d", avg_pool2d, lambda rng: [Sample(_r(rng, 1, 2, 4, 4), 2), Sample(_r(rng, 1, 1, 5, 5), 3, stride=2)]),
-    ("avg_pool1d", avg_pool1d, lambda rng: [Sample(_r(rng, 1, 2, 6), 3)]),
-    ("adaptive_avg_pool2d", adaptive_avg_pool2d, lambda rng: [Sample(_r(rng, 2, 3, 4, 4), 1)]),
-])

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 
-from .. import autograd as _ag
-from ..engine import Op, run_op
+from ..grad_mode import no_grad
+from ..engine import run_op
 from ..ops.elementwise import maximum, minimum
+from ..ops._registry import defop
 from ..ops.shape import concatenate
 from ..tensor import Tensor
 
@@ -61,7 +62,7 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0, error_i
     grads = _dense_grads(ps, "clip_grad_norm_")
     norm_type = float(norm_type)
     max_norm = float(max_norm)
-    with _ag.no_grad():
+    with no_grad():
         if not grads:
             return Tensor(0.0)
         if math.isinf(norm_type):
@@ -92,7 +93,8 @@ def _finite(xp, total, norm_type):
     return total
 
 
-_FINITE = Op("clip_grad_norm_", _finite)
+# an op without a rule (the norm it checks is computed under no_grad): registered like every op
+_FINITE = defop("clip_grad_norm_", _finite, kind="other")
 
 
 def _sum(ts):
@@ -111,7 +113,7 @@ def clip_grad_value_(parameters, clip_value: float) -> None:
     """
     ps = _params(parameters, "clip_grad_value_")
     v = float(clip_value)
-    with _ag.no_grad():
+    with no_grad():
         for g in _dense_grads(ps, "clip_grad_value_"):
             g.clamp_(-v, v)
 
@@ -148,7 +150,7 @@ def vector_to_parameters(vec, parameters) -> None:
     if need != vec.shape[0]:
         raise ValueError(f"vector_to_parameters: the parameters hold {need} values, vec has {vec.shape[0]}")
     at = 0
-    with _ag.no_grad():
+    with no_grad():
         for p in ps:
             n = p.size
             p.copy_(vec[at:at + n].reshape(p.shape))

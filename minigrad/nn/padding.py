@@ -1,0 +1,72 @@
+"""Constant padding, functional form: ``pad`` (PyTorch's ``F.pad``) and ``pad_widths`` (one
+``(lo, hi)`` per dim, as convolution and pooling pad), both running the ``pad_constant`` op, whose
+gradient is the interior of the incoming one (a view).
+
+``minigrad.nn.functional`` exports ``pad``.
+"""
+from __future__ import annotations
+
+from ..engine import run_op
+from ..ops._registry import randn as _r, Sample, as_tensor, composite, defop
+
+__all__ = ["pad"]
+
+
+def _inner(shape, widths):
+    """Where the input sits inside its padding: one slice per dim."""
+    return tuple(slice(lo, lo + n) for n, (lo, _) in zip(shape, widths, strict=True))
+
+
+def _padded(xp, x, widths, value):
+    out = xp.full(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, widths, strict=True)), value, dtype=x.dtype)
+    out[_inner(x.shape, widths)] = x
+    return out
+
+
+# constant padding; its gradient is the slice of the interior (a view)
+PAD_CONSTANT = defop("pad_constant", _padded,
+                     lambda ctx, g, widths, value: (g[_inner(ctx.meta[0][0], widths)],), kind="other",
+                     # affine: the tangent is padded with zeros, whatever the value
+                     jvp=lambda ctx, t, widths, value: ctx.xp.run_op(PAD_CONSTANT, t, widths=widths, value=0.0),
+                     samples=lambda rng: [Sample(_r(rng, 2, 3), widths=((0, 0), (1, 2)), value=0.5),
+                                          Sample(_r(rng, 2, 2, 3), widths=((1, 0), (0, 0), (2, 1)), value=0.0)])
+
+
+# F.pad's registry name is functional_pad: "pad" is np.pad's (ops/join.py)
+@composite("functional_pad", samples=lambda rng: [Sample(_r(rng, 2, 3), (1, 2))], export=False)
+def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyTorch's name
+    """Pad ``x`` with a constant, PyTorch's ``F.pad`` convention.
+
+    Args:
+        x: a Tensor.
+        pad: ``(left, right)`` pairs starting from the LAST dim: ``(l, r)`` pads the last dim,
+            ``(l, r, t, b)`` the last two, and so on. Entries must be >= 0.
+        mode: only ``"constant"``.
+        value: the fill value.
+
+    Returns:
+        a new Tensor; its gradient is the interior of the incoming one.
+
+    >>> F.pad(mg.ones(2, 3), (1, 1)).shape
+    (2, 5)
+    """
+    x = as_tensor(x, "pad")
+    if mode != "constant":
+        raise NotImplementedError(f"pad: only mode='constant' is implemented, got {mode!r}")
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ValueError(f"pad: {pad} must hold (left, right) pairs for at most {x.ndim} dims (input shape {x.shape})")
+    if any(p < 0 for p in pad):
+        raise ValueError(f"pad: negative padding {pad} is not supported")
+    widths = [(0, 0)] * x.ndim
+    for k in range(len(pad) // 2):
+        widths[x.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
+    return pad_widths(x, tuple(widths), value)
+
+
+def pad_widths(x, widths, value=0.0):
+    """``x`` padded with ``value``: ``widths`` holds one ``(lo, hi)`` per dim (conv and pooling pad
+    this way); ``x`` itself when every width is 0."""
+    if all(lo == 0 and hi == 0 for lo, hi in widths):
+        return x
+    return run_op(PAD_CONSTANT, x, widths=tuple(widths), value=value)
