@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import backend as _be
 from ..ops import elementwise as _ew
-from ..ops import nn as _nn
+from ..ops import losses as _nn
 from ..ops import reduce as _red
 from ..tensor import Tensor
 from .module import Module
