@@ -14,7 +14,7 @@ import numbers
 import numpy as np
 
 from .. import creation
-from ..ops import linalg as _la
+from ..ops import matmul as _la
 from ..ops import elementwise as _ew
 from ..ops import reduce as _red
 from ..ops._registry import as_tensor

@@ -21,7 +21,7 @@ from .. import backend as _be
 from ..engine import run_op
 from ._registry import Sample, as_tensor, composite, defop, named, public
 from .elementwise import where
-from .linalg import matmul
+from .matmul import matmul
 from .reduce import max as _max, min as _min, sum as _sum
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
