@@ -17,7 +17,7 @@ from .. import creation as _creation
 from .. import engine as _engine
 from .. import tensor_methods as _tensor_methods
 from ..tensor import Tensor
-from . import casts, einsum, elementwise, indexing, inplace, losses, matmul, reduce, shape, writes  # noqa: F401 - each registers its ops
+from . import casts, einsum, elementwise, indexing, inplace, losses, matmul, reduce, shape, windows, writes  # noqa: F401 - each registers its ops
 from . import join, linalg, math, meta, products, scan  # noqa: F401 - the differentiable NumPy (issue 32)
 from ._registry import Sample, composite, registry
 
