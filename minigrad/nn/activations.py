@@ -14,7 +14,8 @@ import numpy as np
 
 from .. import backend as _be
 from ..engine import run_op
-from ..ops._registry import Sample, as_tensor, defop
+from ..creation import as_tensor
+from ..ops._registry import Sample, defop
 from .conv import _r, register
 
 # W. J. Cody's rational approximations of erf / erfc (Math. Comp. 23, 1969; netlib specfun CALERF)

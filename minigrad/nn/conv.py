@@ -29,7 +29,7 @@ from .. import strided as _strided
 from ..engine import run_op
 from ..ops._registry import randn as _r, Sample, composite, defop
 from ..ops.einsum import einsum
-from ..ops._registry import as_tensor
+from ..creation import as_tensor
 
 __all__ = ["pad", "conv1d", "conv2d", "batch_norm"]
 

@@ -17,7 +17,7 @@ from .. import creation
 from ..ops import matmul as _la
 from ..ops import elementwise as _ew
 from ..ops import reduce as _red
-from ..ops._registry import as_tensor
+from ..creation import as_tensor
 from ..tensor import Tensor
 # convolution, pooling, batch norm and smooth activations live in conv.py, pool.py and activations.py
 from .activations import gelu, silu

@@ -19,7 +19,8 @@ from .. import strided as _strided
 from ..ops.shape import stack
 from ..tensor import Tensor
 from ..engine import run_op
-from ..ops._registry import Sample, as_tensor, defop
+from ..creation import as_tensor
+from ..ops._registry import Sample, defop
 from .conv import _ntuple, _pad, _r, register
 
 

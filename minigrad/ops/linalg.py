@@ -18,8 +18,9 @@ from collections import namedtuple
 import numpy as np
 
 from .. import backend as _be
+from ..creation import as_tensor
 from ..engine import run_op
-from ._registry import Sample, as_tensor, composite, defop, named, public
+from ._registry import Sample, composite, defop, named, public
 from .elementwise import where
 from .matmul import matmul
 from .reduce import max as _max, min as _min, sum as _sum
