@@ -1,8 +1,8 @@
 """Where arrays are made for tensors: ``Tensor(data, ...)`` itself (``init``, bound as
 ``Tensor.__init__``), the factories (zeros, ones, full, empty, arange, linspace, eye, *_like),
-the random draws (rand, randn, dropout's mask...), and a tensor's own copy of an array it may
-not write. A captured step (mg.compile) makes each of these arrays again on each replay
-(``_state.array_step``), as each eager call does."""
+the random draws (rand, randn, dropout's mask...), a tensor's own copy of an array it may not
+write, and ``as_tensor`` (a public function's input as a Tensor). A captured step (mg.compile)
+makes each of these arrays again on each replay (``_state.array_step``), as each eager call does."""
 from __future__ import annotations
 
 import numbers
@@ -24,6 +24,17 @@ def init(self, data, dtype=None, requires_grad=False, device=None):
     _tensor.fields(self, _state.array_step(_to_array, data, dtype, device))
     if requires_grad:
         self.requires_grad = True
+
+
+def as_tensor(x, op: str) -> Tensor:
+    """``x`` as a Tensor for the public function ``op`` (an array or a number becomes one); a sparse
+    tensor is refused, naming ``op`` (sparse tensors have their own functions)."""
+    if isinstance(x, Tensor):
+        return x
+    if hasattr(x, "_grad_target"):
+        raise TypeError(f"{op}: got a sparse tensor; use mg.sparse's functions (mg.sparse.sum, "
+                        "mg.sparse.matmul) or convert it with .to_dense() first")
+    return Tensor(x)
 
 
 def _to_array(data, dtype=None, device=None, op="tensor"):

@@ -1,8 +1,8 @@
 """``mg.linalg``: NumPy's ``np.linalg`` on Tensors, differentiable (``np.linalg.<name>(t)`` lands
-here too). The ops live in ``minigrad/ops/linalg_np.py``."""
+here too). The ops live in ``minigrad/ops/linalg.py``."""
 from __future__ import annotations
 
-from .ops.linalg_np import (
+from .ops.linalg import (
     EighResult, QRResult, SlogdetResult, SVDResult, cholesky, det, eigh, eigvalsh, inv, lstsq, matrix_power, norm,
     pinv, qr, slogdet, solve, svd, svdvals,
 )

@@ -51,7 +51,7 @@ import pytest
 
 import minigrad as mg
 from minigrad.engine import run_op
-from minigrad.ops.linalg_np import _lsym
+from minigrad.ops.linalg import _lsym
 
 from conftest import to_np
 

@@ -19,7 +19,8 @@ from .. import backend as _be
 from ..engine import run_op
 from ..ops import elementwise as _ew
 from ..ops import reduce as _red
-from ..ops._registry import randn as _r, Sample, as_tensor, composite, defop
+from ..creation import as_tensor
+from ..ops._registry import randn as _r, Sample, composite, defop
 from ..ops.elementwise import relu, sigmoid, tanh  # the ops themselves: F.relu is mg.relu (one function, one rule)
 
 __all__ = ["relu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "gelu", "silu", "softmax", "log_softmax"]

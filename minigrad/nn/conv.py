@@ -21,9 +21,10 @@ from __future__ import annotations
 import numbers
 
 from ..grad_mode import no_grad
-from .. import strided as _strided
-from ..ops._registry import randn as _r, Sample, as_tensor, composite
+from ..ops import windows as _windows
+from ..ops._registry import randn as _r, Sample, composite
 from ..ops.einsum import einsum
+from ..creation import as_tensor
 from ._common import ntuple
 from .padding import pad_widths
 
@@ -88,7 +89,7 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
                 f"smaller than the dilated kernel {tuple(d * (k - 1) + 1 for k, d in zip(ks, dilation, strict=True))}"
             )
     xp_ = pad_widths(x, ((0, 0), (0, 0)) + widths)
-    v = _strided.windows(xp_, ks, axes=tuple(range(2, 2 + nd)), step=stride, dilation=dilation)
+    v = _windows.windows(xp_, ks, axes=tuple(range(2, 2 + nd)), step=stride, dilation=dilation)
     outs = tuple(v.shape[2:2 + nd])
     g = groups
     v = v.reshape((n, g, cg) + outs + ks)                      # a view: the channel dim splits

@@ -17,8 +17,8 @@ import numbers
 import numpy as np
 
 from .. import creation
-from ..ops import linalg as _la
-from ..ops._registry import as_tensor
+from ..creation import as_tensor
+from ..ops import matmul as _la
 from ..tensor import Tensor
 from .activations import elu, gelu, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus, tanh
 from .conv import batch_norm, conv1d, conv2d

@@ -20,11 +20,11 @@ import numpy as np
 
 from .. import backend as _be
 from ..ops import elementwise as _ew
-from ..ops import nn as _nn
+from ..ops import losses as _nn
 from ..ops import reduce as _red
 from ..tensor import Tensor
 from .module import Module
-from ..ops._registry import as_tensor
+from ..creation import as_tensor
 
 __all__ = [
     "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",

@@ -7,7 +7,8 @@ gradient is the interior of the incoming one (a view).
 from __future__ import annotations
 
 from ..engine import run_op
-from ..ops._registry import randn as _r, Sample, as_tensor, composite, defop
+from ..creation import as_tensor
+from ..ops._registry import randn as _r, Sample, composite, defop
 
 __all__ = ["pad"]
 

@@ -16,11 +16,12 @@ import numbers
 
 import numpy as np
 
-from .. import strided as _strided
+from ..ops import windows as _windows
 from ..ops.shape import stack
 from ..tensor import Tensor
 from ..engine import run_op
-from ..ops._registry import randn as _r, Sample, as_tensor, composite, defop
+from ..creation import as_tensor
+from ..ops._registry import randn as _r, Sample, composite, defop
 from ._common import ntuple
 from .padding import pad_widths
 
@@ -55,7 +56,7 @@ def _max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, return_indic
     widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
     xpad = pad_widths(x, widths, -math.inf)
     # which element of each window is the (first) maximum: constants (index arrays), not recorded
-    v = _strided.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation)
+    v = _windows.windows(xpad.detach(), ks, axes=spatial, step=stride, dilation=dilation)
     index = run_op(WINDOW_ARGMAX, v, nd=nd, ks=ks, stride=stride, dilation=dilation)
     out = xpad[index]                                          # the gradient reaches that one element
     if not return_indices:
@@ -134,7 +135,7 @@ def _avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, div
     x, ks, stride, pads, _ = _pool_args(x, kernel_size, stride, padding, 1, nd, op, ceil_mode)
     spatial = tuple(range(x.ndim - nd, x.ndim))
     widths = ((0, 0),) * (x.ndim - nd) + tuple((p, p) for p in pads)
-    v = _strided.windows(pad_widths(x, widths), ks, axes=spatial, step=stride)
+    v = _windows.windows(pad_widths(x, widths), ks, axes=spatial, step=stride)
     s = v.sum(axis=tuple(range(x.ndim, x.ndim + nd)))
     if divisor_override is not None:
         if divisor_override == 0:

@@ -21,18 +21,6 @@ import numpy as np
 from ..engine import OPS, Op
 from ..errors import NAMED_ERRORS, reraise
 from ..forward_ad import derive, linear_jvp, multilinear_jvp  # noqa: F401 - derived forward-mode rules, named in op rows
-from ..tensor import Tensor
-
-
-def as_tensor(x, op: str) -> Tensor:
-    """``x`` as a Tensor for the public function ``op`` (an array or a number becomes one); a sparse
-    tensor is refused, naming ``op`` (sparse tensors have their own functions)."""
-    if isinstance(x, Tensor):
-        return x
-    if hasattr(x, "_grad_target"):
-        raise TypeError(f"{op}: got a sparse tensor; use mg.sparse's functions (mg.sparse.sum, "
-                        "mg.sparse.matmul) or convert it with .to_dense() first")
-    return Tensor(x)
 
 
 class Sample:

@@ -11,10 +11,10 @@ import numpy as np
 
 from .. import backend as _be
 from .. import kernels as _k
+from ..creation import as_tensor
 from ..engine import run_op
 from ..tensor import Tensor
-from ._registry import Sample, defop, named, public
-from ._registry import as_tensor, linear_jvp
+from ._registry import Sample, defop, linear_jvp, named, public
 from .shape import _r, _shape_args
 
 _ARRAY = object()  # where an index array sits in an index template

@@ -9,10 +9,11 @@ import numbers
 import numpy as np
 
 from .. import backend as _be
+from ..creation import as_tensor
 from ..engine import run_op
 from ..errors import AxisError
 from ..tensor import Tensor
-from ._registry import randn as _r, Sample, as_tensor, composite, defop, named, public
+from ._registry import randn as _r, Sample, composite, defop, named, public
 from .elementwise import where
 from .indexing import index_add
 from .reduce import normalize_axis, sum as _sum

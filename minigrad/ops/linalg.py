@@ -1,190 +1,625 @@
-"""matmul (1-D, 2-D, batched with broadcast batch dims), linear, outer, dot."""
+"""``np.linalg`` on Tensors (``mg.linalg``): inv, det, slogdet, solve, cholesky, eigh, eigvalsh,
+svd, svdvals, norm, matrix_power, pinv, lstsq, batched over leading axes as NumPy does.
+
+Gradients are PyTorch's formulas. Where a result has several parts (eigh's eigenvalues and
+eigenvectors, svd's U, S, Vh), each part is its own op whose rule recomputes the others it
+needs, so a rule stays one output's rule and higher derivatives record as usual. NumPy's
+``cholesky``, ``eigh`` and ``eigvalsh`` read the lower triangle only (``eigh`` and ``eigvalsh``: the
+upper with ``UPLO="U"``): their gradients are those of that function (lower triangle; PyTorch's
+symmetric gradient G gives tril(G) + tril(G, -1); upper: triu(G) + triu(G, 1)), which is the same
+gradient for any symmetric input built upstream (``B @ B.T``). On an input that is not symmetric,
+PyTorch's ``torch.linalg.eigh`` returns G itself, which is not the derivative of what it computes
+(the triangle's function): minigrad's is, and gradcheck holds it to that.
+"""
 from __future__ import annotations
+
+from collections import namedtuple
 
 import numpy as np
 
-from ..backward import sum_to
+from .. import backend as _be
+from ..creation import as_tensor
 from ..engine import run_op
-from ..tensor import Tensor
-from ._registry import Sample, composite, defop, multilinear_jvp, named, public
+from ._registry import Sample, composite, defop, named, public
+from .elementwise import where
+from .matmul import matmul
+from .reduce import max as _max, min as _min, sum as _sum
+
+SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
 
 
-def mixed_floats(op, a, b, other="the second operand") -> TypeError:
-    """The one dtype rule of ``linear``, ``matmul`` and ``@``: two floating operands of different
-    widths are refused, with this message (docs/ops.md, "One dtype rule for products")."""
-    return TypeError(f"{op}: input dtype {a} differs from {other}'s {b}; cast one (x.astype(w.dtype) or "
-                     "model.to(dtype)), as PyTorch requires: linear, matmul and @ refuse mixed float widths alike")
+def _T(a):
+    return a.swapaxes(-1, -2)
 
 
-def _mm_rule(ctx, g):
-    a, b = ctx.saved
-    # promote 1-D operands the way matmul does, so one 2-D rule serves every case
-    a1, b1 = a.ndim == 1, b.ndim == 1
-    if a1 and b1:  # dot product: g is 0-d
-        return (g * b if ctx.parents[0] is not None else None), (g * a if ctx.parents[1] is not None else None)
-    if a1:
-        g = g.reshape(g.shape[:-1] + (1, g.shape[-1]))
-        a = a.reshape(1, a.shape[0])
-    if b1:
-        g = g.reshape(g.shape + (1,))
-        b = b.reshape(b.shape[0], 1)
-    ga = gb = None
-    if ctx.parents[0] is not None:
-        ga = g @ b.swapaxes(-1, -2)
-        if a1:  # sum any batch dims first, then drop the added dim
-            ga = sum_to(ga, (1, ga.shape[-1])).reshape(-1)
-    if ctx.parents[1] is not None:
-        gb = a.swapaxes(-1, -2) @ g
-        if b1:
-            gb = sum_to(gb, (gb.shape[-2], 1)).reshape(-1)
-    return ga, gb
+def _lower(g, xp, upper=False):
+    """The gradient of a function of the lower triangle (the upper when ``upper``), from the
+    symmetric gradient ``g``."""
+    return xp.triu(g) + xp.triu(g, 1) if upper else xp.tril(g) + xp.tril(g, -1)
 
 
-def _mm_samples(rng):
-    r = rng.standard_normal
-    return [Sample(r((3, 4)), r((4, 2))), Sample(r((2, 3, 4)), r((4, 5))), Sample(r((4,)), r((2, 4, 3))),
-            Sample(r((3, 4)), r((4,))), Sample(r((4,)), r((4,))), Sample(r((2, 1, 3, 4)), r((3, 4, 2))),
-            Sample(r((3, 3)), r((3, 3)))]  # square: a rule that transposes a gradient gives wrong values
+def _sym_of_lower(t, xp, upper=False):
+    """The tangent of the symmetric matrix a function of the lower triangle (the upper when
+    ``upper``) reads, from ``t`` (``_lower``'s adjoint)."""
+    return xp.triu(t) + _T(xp.triu(t, 1)) if upper else xp.tril(t) + _T(xp.tril(t, -1))
 
 
-# xp: the operands' module, as run_op found it (no second look-up per call)
-MATMUL = defop("matmul", lambda xp, a, b: xp.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other", ufunc="matmul",
-               jvp=multilinear_jvp(), samples=_mm_samples, torch=lambda th, a, b: a @ b)
+def _tr_inv(xp, a, t):
+    """tr(A⁻¹ t) for each matrix: the tangent of log|det A|."""
+    return (_T(xp.inv(a)) * t).sum(axis=(-2, -1))
 
 
-@public(MATMUL, method="matmul", dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
-def matmul(a, b):
-    """Matrix product with NumPy's rules: 1-D operands are promoted and the added
-    dim removed; leading (batch) dims broadcast.
-
-    >>> mg.matmul(mg.ones(2, 3), mg.ones(3, 4)).shape
-    (2, 4)
-    """
-    if a.__class__ is Tensor and b.__class__ is Tensor and a.data.ndim >= 2 and b.data.ndim >= 2 \
-            and a.data.shape[-1] == b.data.shape[-2] and a.data.dtype == b.data.dtype:
-        try:
-            return run_op(MATMUL, a, b)  # the common case: the checks below are for the messages
-        except ValueError:
-            pass
-    if hasattr(a, "_sparse_matmul") or hasattr(b, "_sparse_matmul"):  # sparse x dense never densifies
-        return (a if hasattr(a, "_sparse_matmul") else b)._sparse_matmul(a, b)
-    da, db = getattr(getattr(a, "data", a), "dtype", None), getattr(getattr(b, "data", b), "dtype", None)
-    if da is not None and db is not None and da != db and da.kind == "f" and db.kind == "f":
-        raise mixed_floats("matmul", da, db)
-    sa, sb = _shape(a), _shape(b)
-    if len(sa) == 0 or len(sb) == 0:
-        raise ValueError(f"matmul: both operands need at least 1 dim, got shapes {sa} and {sb}")
-    ka, kb = sa[-1], (sb[0] if len(sb) == 1 else sb[-2])
-    if ka != kb:
-        raise ValueError(
-            f"matmul: shapes {sa} and {sb} are not aligned: the last dim of the first ({ka}) must equal the "
-            f"{'only' if len(sb) == 1 else 'second-to-last'} dim of the second ({kb})"
-        )
-    try:
-        return run_op(MATMUL, a, b)
-    except ValueError:
-        raise ValueError(f"matmul: batch dims of shapes {sa} and {sb} do not broadcast") from None
+def _mats(rng, *batch, n=3, spd=False, shift=0.0):
+    a = rng.standard_normal(batch + (n, n))
+    if spd:
+        return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
+    return a + shift * np.eye(n)
 
 
-def _shape(v):
-    if isinstance(v, Tensor):
-        return tuple(v.shape)
-    return tuple(np.shape(v)) if not hasattr(v, "shape") else tuple(v.shape)
+def _sym(rng, *batch, n=3):
+    a = rng.standard_normal(batch + (n, n))
+    return a + np.swapaxes(a, -1, -2) + np.diag(np.arange(n) * 3.0)  # well separated eigenvalues
 
 
-
-@composite("outer", samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal(4))], numpy=(np.outer,))
-@named("outer")
-def outer(a, b):
-    """Outer product of two vectors (flattened first, as NumPy does)."""
-    a = a if isinstance(a, Tensor) else Tensor(a)
-    b = b if isinstance(b, Tensor) else Tensor(b)
-    return a.reshape(-1, 1) * b.reshape(1, -1)
+def _lsym(th, x, upper=False):
+    """Torch's view of a NumPy function of the lower triangle (the upper when ``upper``): the
+    symmetric matrix it reads."""
+    return th.triu(x) + th.triu(x, 1).mT if upper else th.tril(x) + th.tril(x, -1).mT
 
 
-# -- linear: x @ w.T + b as one op (the layer every MLP runs) ---------------------------------
+def _uplo(UPLO, op):  # noqa: N803 - NumPy's name
+    """NumPy's ``UPLO`` ("L" or "U", either case) -> whether the upper triangle is read."""
+    uplo = UPLO.upper() if isinstance(UPLO, str) else UPLO
+    if uplo not in ("L", "U"):
+        raise ValueError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    return uplo == "U"
 
 
-def _linear_fwd(xp, x, w, b=None):
-    if x.ndim > 2:  # as rows: NumPy's stacked product with a transposed operand is slow
-        return _linear_fwd(xp, x.reshape(-1, x.shape[-1]), w, b).reshape(x.shape[:-1] + (w.shape[0],))
-    out = xp.matmul(x, w.T)  # xp: the arrays' module (run_op found it)
-    if b is not None:
-        if out.dtype == b.dtype and out.ndim >= 1:
-            out += b  # a fresh array: add the bias in place, no temporary
-        else:
-            out = out + b
-    return out
+# -- inv, det, slogdet, solve -------------------------------------------------------------------------
+
+INV = defop("inv", lambda xp, x: xp.linalg.inv(x), lambda ctx, g: (-(_T(ctx.out) @ g @ _T(ctx.out)),),
+            save_out=True, kind="other", torch=lambda th, x: th.linalg.inv(x),
+            jvp=lambda ctx, t: -(ctx.out @ t @ ctx.out),
+            samples=lambda rng: [Sample(_mats(rng, shift=3.0)), Sample(_mats(rng, 2, n=2, shift=2.0))])
 
 
-def _linear_rule(ctx, g):
-    x, w = ctx.saved  # save=(0, 1)
-    p = ctx.parents
+@public(INV, export=False, numpy=(np.linalg.inv,))
+@named("inv")
+def inv(a):
+    """The inverse of each square matrix (the last two axes); gradient -A⁻ᵀ g A⁻ᵀ."""
+    return run_op(INV, as_tensor(a, "inv"))
+
+
+def _det_rule(ctx, g):
+    (x,) = ctx.saved  # d det / dA = det A⁻ᵀ (invertible A)
+    return ((g * ctx.out)[..., None, None] * _T(ctx.xp.inv(x)),)
+
+
+DET = defop("det", lambda xp, x: xp.linalg.det(x), _det_rule, save=(0,), save_out=True, kind="other",
+            jvp=lambda ctx, t: ctx.out * _tr_inv(ctx.xp, ctx.args[0], t),
+            torch=lambda th, x: th.linalg.det(x),
+            samples=lambda rng: [Sample(_mats(rng, shift=2.0)), Sample(_mats(rng, 2, n=2)),
+                                 Sample(np.array([[0.5, 2.0], [1.5, 0.3]]))])  # a negative determinant
+
+
+@public(DET, export=False, numpy=(np.linalg.det,))
+@named("det")
+def det(a):
+    """The determinant of each square matrix; gradient det(A) A⁻ᵀ (it needs an invertible A here)."""
+    return run_op(DET, as_tensor(a, "det"))
+
+
+LOGABSDET = defop("logabsdet", lambda xp, x: xp.linalg.slogdet(x)[1],
+                  lambda ctx, g: (g[..., None, None] * _T(ctx.xp.inv(ctx.saved[0])),), save=(0,), kind="other",
+                  jvp=lambda ctx, t: _tr_inv(ctx.xp, ctx.args[0], t),
+                  torch=lambda th, x: th.linalg.slogdet(x)[1],
+                  samples=lambda rng: [Sample(_mats(rng, shift=2.0)), Sample(np.array([[0.5, 2.0], [1.5, 0.3]]))])
+DET_SIGN = defop("det_sign", lambda xp, x: xp.linalg.slogdet(x)[0], kind="other")
+
+
+@public(LOGABSDET, export=False, numpy=(np.linalg.slogdet,))
+@named("slogdet")
+def slogdet(a):
+    """``(sign, logabsdet)`` of each determinant (NumPy's named tuple); ``logabsdet``'s gradient is
+    A⁻ᵀ (negative determinants included), ``sign`` has none."""
+    a = as_tensor(a, "slogdet")
+    return SlogdetResult(run_op(DET_SIGN, a), run_op(LOGABSDET, a))
+
+
+def _solve_rule(ctx, g):
+    (a,) = ctx.saved
+    gb = ctx.xp.solve(_T(a), g)  # x = A⁻¹ b: gb = A⁻ᵀ g, gA = -gb xᵀ
+    return (-(gb @ _T(ctx.out)) if ctx.parents[0] is not None else None), gb
+
+
+def _solve_jvp(ctx, ta, tb):
+    a, x = ctx.args[0], ctx.out  # dx = A⁻¹ (db - dA x)
+    rhs = tb if ta is None else -(ta @ x) if tb is None else tb - ta @ x
+    return ctx.xp.solve(a, rhs)
+
+
+SOLVE = defop("solve", lambda xp, a, b: xp.linalg.solve(a, b), _solve_rule, save=(0,), save_out=True, broadcast=True,
+              kind="other", jvp=_solve_jvp, torch=lambda th, a, b: th.linalg.solve(a, b),
+              samples=lambda rng: [Sample(_mats(rng, shift=3.0), rng.standard_normal((3, 2))),
+                                   Sample(_mats(rng, 2, shift=3.0), rng.standard_normal((2, 3, 1)))])
+
+
+@public(SOLVE, export=False, numpy=(np.linalg.solve,))
+@named("solve")
+def solve(a, b):
+    """x with ``a @ x == b``, batched; ``b`` a vector (1-D) or matrices ``(..., n, k)`` (NumPy 2's rule)."""
+    a, b = as_tensor(a, "solve"), as_tensor(b, "solve")
+    if b.ndim == 1:
+        return run_op(SOLVE, a, b.reshape(-1, 1)).reshape(a.shape[:-2] + (-1,))
+    return run_op(SOLVE, a, b)
+
+
+# -- cholesky, eigh ----------------------------------------------------------------------------------
+
+
+def _cholesky_rule(ctx, g):
     xp = ctx.xp
-    gx = xp.matmul(g, w) if p[0] is not None else None
-    gw = gb = None
-    if p[1] is not None or (len(p) == 3 and p[2] is not None):
-        g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
-        if p[1] is not None:
-            x2 = x if x.ndim == 2 else x.reshape(-1, x.shape[-1])
-            gw = xp.matmul_tn(g2, x2)
-        if len(p) == 3 and p[2] is not None:
-            gb = g2.sum(axis=0)
-    return (gx, gw, gb) if len(p) == 3 else (gx, gw)  # one per input
+    L = ctx.out  # PyTorch's: S = L⁻ᵀ Φ(Lᵀ g) L⁻¹, Φ: the lower triangle with its diagonal halved
+    P = _T(L) @ g
+    Li = xp.inv(L)
+    S = _T(Li) @ ((xp.tril(P) + xp.tril(P, -1)) * 0.5) @ Li
+    return (_lower((S + _T(S)) * 0.5, xp),)
 
 
-def _mm_tn_rule(ctx, g):
-    a, b = ctx.saved  # out = a.T @ b: d a = b @ g.T (a linear without bias), d b = a @ g
-    return (ctx.xp.linear(b, g) if ctx.parents[0] is not None else None,
-            ctx.xp.matmul(a, g) if ctx.parents[1] is not None else None)
+def _cholesky_jvp(ctx, t):
+    xp, L = ctx.xp, ctx.out  # dL = L Φ(L⁻¹ dA L⁻ᵀ), Φ: the lower triangle with its diagonal halved
+    Li = xp.inv(L)
+    X = Li @ _sym_of_lower(t, xp) @ _T(Li)
+    return L @ ((xp.tril(X) + xp.tril(X, -1)) * 0.5)
 
 
-# a.T @ b for 2-D a and b: linear's weight gradient (g.T @ x) as one op, not a permute and a matmul
-MATMUL_TN = defop("matmul_tn", lambda xp, a, b: xp.matmul(a.T, b), _mm_tn_rule, save=(0, 1), save_for_others=True,
-                  kind="other", jvp=multilinear_jvp(), torch=lambda th, a, b: a.T @ b,
-                  samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 4)))])
+CHOLESKY = defop("cholesky", lambda xp, x: xp.linalg.cholesky(x), _cholesky_rule, save_out=True, kind="other",
+                 jvp=_cholesky_jvp,
+                 torch=lambda th, x: th.linalg.cholesky(_lsym(th, x)),
+                 samples=lambda rng: [Sample(_mats(rng, spd=True)), Sample(_mats(rng, 2, n=2, spd=True))])
 
 
-def _linear_jvp(ctx, tx, tw, tb=None):
-    # bilinear in (x, w), plus the bias
-    x, w = ctx.args[:2]
-    out = None if tx is None else ctx.xp.linear(tx, w)
-    if tw is not None:
-        d = ctx.xp.linear(x, tw)
-        out = d if out is None else out + d
-    if tb is not None:
-        out = tb if out is None else out + tb
+@public(CHOLESKY, export=False, numpy=(np.linalg.cholesky,))
+@named("cholesky")
+def cholesky(a):
+    """The lower Cholesky factor of each symmetric positive-definite matrix (its lower triangle is read)."""
+    return run_op(CHOLESKY, as_tensor(a, "cholesky"))
+
+
+def _th_eigh(th, x, upper=False):
+    """Torch's eigenvectors with their signs turned to NumPy's (a constant per vector)."""
+    V = th.linalg.eigh(_lsym(th, x, upper))[1]
+    d = np.sign((np.linalg.eigh(x.detach().numpy(), "U" if upper else "L")[1] * V.detach().numpy()).sum(axis=-2))
+    return V * th.tensor(d)[..., None, :]
+
+
+def _eigvalsh_rule(ctx, g, upper=False):
+    xp = ctx.xp
+    V = xp.eigh_vectors(ctx.saved[0], upper=upper)
+    return (_lower((V * g[..., None, :]) @ _T(V), xp, upper),)
+
+
+def _eigvalsh_jvp(ctx, t, upper=False):
+    xp = ctx.xp
+    V = xp.eigh_vectors(ctx.args[0], upper=upper)
+    return (V * (_sym_of_lower(t, xp, upper) @ V)).sum(axis=-2)  # dw_i = v_iᵀ dA v_i
+
+
+def _eigen_gaps(xp, x, upper):
+    """E_ij = w_j - w_i for the eigenvalues w of ``x``; raises where eigenvalues repeat."""
+    w = xp.eigvalsh(x, upper=upper)
+    E = w[..., None, :] - w[..., :, None]  # 0 on the diagonal only when w is distinct
+    n = w.shape[-1]
+    if int((E == 0).sum()) > n * (E.size // (n * n) if n else 0):
+        raise ValueError("eigh: the derivative of the eigenvectors is not defined where eigenvalues repeat "
+                         f"(eigenvalues {w}); differentiate the eigenvalues alone (eigvalsh), or perturb the input")
+    return E
+
+
+def _eigh_vectors_rule(ctx, g, upper=False):
+    xp = ctx.xp
+    V = ctx.out
+    E = _eigen_gaps(xp, ctx.saved[0], upper)
+    VtgV = _T(V) @ g
+    skew = (VtgV - _T(VtgV)) * 0.5
+    G = V @ (skew / xp.where(E == 0, 1.0, E)) @ _T(V)
+    return (_lower(G, xp, upper),)
+
+
+def _eigh_vectors_jvp(ctx, t, upper=False):
+    xp, V = ctx.xp, ctx.out  # dV = V (F ∘ Vᵀ dA V), F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it
+    E = _eigen_gaps(xp, ctx.args[0], upper)
+    M = _T(V) @ _sym_of_lower(t, xp, upper) @ V
+    return V @ xp.where(E == 0, 0.0, M / xp.where(E == 0, 1.0, E))
+
+
+def _upper_only(rng, *batch, n=3):
+    """A matrix whose upper triangle is ``_sym``'s and whose lower one is noise (UPLO="U" reads the upper)."""
+    return _sym(rng, *batch, n=n) + np.tril(rng.standard_normal(batch + (n, n)), -1)
+
+
+EIGVALSH = defop("eigvalsh", lambda xp, x, upper=False: xp.linalg.eigvalsh(x, UPLO="U" if upper else "L"),
+                 _eigvalsh_rule, save=(0,), kind="other", jvp=_eigvalsh_jvp,
+                 torch=lambda th, x, upper=False: th.linalg.eigvalsh(_lsym(th, x, upper)),
+                 samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)), Sample(rng.standard_normal((3, 3))),
+                                      Sample(rng.standard_normal((3, 3)), upper=True),
+                                      Sample(_upper_only(rng, 2, n=2), upper=True)])
+EIGH_VECTORS = defop("eigh_vectors", lambda xp, x, upper=False: xp.linalg.eigh(x, UPLO="U" if upper else "L")[1],
+                     _eigh_vectors_rule, save=(0,), save_out=True, kind="other", jvp=_eigh_vectors_jvp,
+                     samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)),
+                                          Sample(_upper_only(rng), upper=True), Sample(_upper_only(rng, 2, n=2), upper=True)],
+                     torch=lambda th, x, upper=False: _th_eigh(th, x, upper))
+
+
+@public(EIGVALSH, export=False, numpy=(np.linalg.eigvalsh,))
+@named("eigvalsh")
+def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
+    """The eigenvalues of each symmetric matrix, ascending (its lower triangle is read; the upper with
+    ``UPLO="U"``, and the gradient is that triangle's)."""
+    upper = _uplo(UPLO, "eigvalsh")
+    a = as_tensor(a, "eigvalsh")
+    return run_op(EIGVALSH, a, upper=True) if upper else run_op(EIGVALSH, a)
+
+
+@public(EIGH_VECTORS, export=False, numpy=(np.linalg.eigh,))
+@named("eigh")
+def eigh(a, UPLO="L"):  # noqa: N803
+    """``(eigenvalues, eigenvectors)`` of each symmetric matrix (NumPy's named tuple; the lower triangle
+    is read; the upper with ``UPLO="U"``, and the gradient is that triangle's). The eigenvectors'
+    gradient needs distinct eigenvalues: where they repeat, backward raises a ValueError saying so
+    (PyTorch returns inf/NaN there)."""
+    upper = _uplo(UPLO, "eigh")
+    a = as_tensor(a, "eigh")
+    if upper:
+        return EighResult(run_op(EIGVALSH, a, upper=True), run_op(EIGH_VECTORS, a, upper=True))
+    return EighResult(run_op(EIGVALSH, a), run_op(EIGH_VECTORS, a))
+
+
+# -- qr ----------------------------------------------------------------------------------------------
+
+QRResult = namedtuple("QRResult", ["Q", "R"])
+
+
+def _qr_grad(xp, x, gQ=None, gR=None):
+    """PyTorch's linalg_qr_backward (reduced, m >= n): gA = (Q S + gQ) R⁻ᵀ, S from triu(gR Rᵀ - Qᵀ gQ)."""
+    m, n = x.shape[-2], x.shape[-1]
+    if m < n:
+        raise ValueError(f"qr: the gradient of a wide matrix ({m}x{n}, more columns than rows) is not supported here")
+    Q, R = xp.qr_q(x), xp.qr_r(x)
+    M = gR @ _T(R) if gR is not None else -(_T(Q) @ gQ)
+    S = xp.triu(M) + _T(xp.triu(M, 1))
+    gA = Q @ S
+    if gQ is not None:
+        gA = gA + gQ
+    return gA @ _T(xp.inv(R))
+
+
+def _qr_jvp(xp, x, t, want):
+    """JAX's qr_jvp_rule (reduced, m >= n): with C = Qᵀ dA R⁻¹ and Ω = tril(C, -1) - its transpose
+    (skew), dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R. ``want``: "Q" or "R"."""
+    m, n = x.shape[-2], x.shape[-1]
+    if m < n:
+        raise ValueError(f"qr: the derivative of a wide matrix ({m}x{n}, more columns than rows) is not supported here")
+    Q, R = xp.qr_q(x), xp.qr_r(x)
+    tRi = t @ xp.inv(R)
+    C = _T(Q) @ tRi
+    low = xp.tril(C, -1)
+    omega = low - _T(low)
+    return Q @ (omega - C) + tRi if want == "Q" else (C - omega) @ R
+
+
+def _th_qr(th, x):
+    """Torch's Q and R with their signs turned to NumPy's (a constant per column of Q)."""
+    Q, R = th.linalg.qr(x)
+    d = th.tensor(np.sign((np.linalg.qr(x.detach().numpy())[0] * Q.detach().numpy()).sum(axis=-2)))
+    return Q * d[..., None, :], R * d[..., :, None]
+
+
+def _qr_samples(rng):
+    return [Sample(_mats(rng, shift=2.0)), Sample(rng.standard_normal((2, 4, 3)))]
+
+
+QR_Q = defop("qr_q", lambda xp, x: xp.linalg.qr(x)[0], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gQ=g),),
+             save=(0,), kind="other", jvp=lambda ctx, t: _qr_jvp(ctx.xp, ctx.args[0], t, "Q"),
+             samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[0])
+QR_R = defop("qr_r", lambda xp, x: xp.linalg.qr(x)[1], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gR=g),),
+             save=(0,), kind="other", jvp=lambda ctx, t: _qr_jvp(ctx.xp, ctx.args[0], t, "R"),
+             samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[1])
+
+
+@public(QR_Q, export=False, numpy=(np.linalg.qr,))
+@named("qr")
+def qr(a, mode="reduced"):
+    """``(Q, R)`` with ``a = Q @ R`` (NumPy's named tuple; ``mode="reduced"`` only, or ``"r"``).
+    Differentiable for ``m >= n`` with PyTorch's formula."""
+    a = as_tensor(a, "qr")
+    if mode == "r":
+        return run_op(QR_R, a)
+    if mode != "reduced":
+        raise TypeError(f"qr: mode={mode!r} is not supported on Tensors (reduced or r)")
+    return QRResult(run_op(QR_Q, a), run_op(QR_R, a))
+
+
+# -- svd ---------------------------------------------------------------------------------------------
+
+
+def _svd_parts(xp, x):
+    return xp.svd_u(x, full=False), xp.svdvals(x), xp.svd_vh(x, full=False)
+
+
+def _svd_grad(xp, x, gU=None, gS=None, gVh=None):
+    """PyTorch's linalg_svd_backward (real, reduced) for one of the three gradients."""
+    U, S, Vh = _svd_parts(xp, x)
+    m, n = x.shape[-2], x.shape[-1]
+    if gS is not None:
+        return (U * gS[..., None, :]) @ Vh
+    S2 = S * S
+    E = S2[..., None, :] - S2[..., :, None]
+    E = xp.where(E == 0, 1.0, E)
+    if gU is not None:
+        UtgU = _T(U) @ gU
+        inner = ((UtgU - _T(UtgU)) * S[..., None, :]) / E
+        if m > n:
+            gUS = gU / S[..., None, :]
+            return (U @ inner + gUS - U @ (_T(U) @ gUS)) @ Vh
+        return U @ inner @ Vh
+    V, gV = _T(Vh), _T(gVh)
+    VtgV = _T(V) @ gV
+    inner = (S[..., :, None] * (VtgV - _T(VtgV))) / E
+    if m < n:
+        SgVh = gVh / S[..., :, None]
+        return U @ (inner @ Vh + SgVh - (SgVh @ V) @ Vh)
+    return U @ inner @ Vh
+
+
+def _svd_jvp(xp, x, t, want):
+    """JAX's svd_jvp_rule (real, reduced) for one part (``want``: "S", "U" or "Vh"): with
+    dP = Uᵀ dA V, dS = diag(dP); dU = U (F ∘ (dP S + S dPᵀ)), dV = V (F ∘ (S dP + dPᵀ S)),
+    F_ij = 1 / (s_j² - s_i²) off the diagonal (0 on it), plus the parts of dA outside U's / V's span."""
+    U, S, Vh = _svd_parts(xp, x)
+    V = _T(Vh)
+    if want == "S":
+        return (U * (t @ V)).sum(axis=-2)
+    m, n = x.shape[-2], x.shape[-1]
+    dP = _T(U) @ t @ V
+    S2 = S * S
+    E = S2[..., None, :] - S2[..., :, None]
+    F = xp.where(E == 0, 0.0, 1.0 / xp.where(E == 0, 1.0, E))
+    if want == "U":
+        dPS = dP * S[..., None, :]
+        dU = U @ (F * (dPS + _T(dPS)))
+        if m > n:
+            tV = t @ V
+            dU = dU + (tV - U @ (_T(U) @ tV)) / S[..., None, :]
+        return dU
+    SdP = S[..., :, None] * dP
+    dV = V @ (F * (SdP + _T(SdP)))
+    if m < n:
+        tU = _T(t) @ U
+        dV = dV + (tU - V @ (Vh @ tU)) / S[..., None, :]
+    return _T(dV)
+
+
+def _full_check(x, full, what):
+    m, n = x.shape[-2], x.shape[-1]
+    if full and m != n:
+        raise ValueError(f"svd: the gradient of {what} of a {m}x{n} matrix with full_matrices=True is not defined "
+                         "(its extra columns are arbitrary); call svd(a, full_matrices=False)")
+
+
+def _svd_samples(rng):
+    return [Sample(rng.standard_normal((4, 3))), Sample(rng.standard_normal((2, 3, 5))), Sample(_sym(rng))]
+
+
+SVDVALS = defop("svdvals", lambda xp, x: xp.linalg.svd(x, compute_uv=False),
+                lambda ctx, g: (_svd_grad(ctx.xp, ctx.saved[0], gS=g),), save=(0,), kind="other",
+                jvp=lambda ctx, t: _svd_jvp(ctx.xp, ctx.args[0], t, "S"),
+                torch=lambda th, x: th.linalg.svdvals(x), samples=_svd_samples)
+
+
+def _svd_u_rule(ctx, g, full):
+    _full_check(ctx.saved[0], full, "U")
+    return (_svd_grad(ctx.xp, ctx.saved[0], gU=g),)
+
+
+def _svd_vh_rule(ctx, g, full):
+    _full_check(ctx.saved[0], full, "Vh")
+    return (_svd_grad(ctx.xp, ctx.saved[0], gVh=g),)
+
+
+def _svd_u_jvp(ctx, t, full):
+    _full_check(ctx.args[0], full, "U")
+    return _svd_jvp(ctx.xp, ctx.args[0], t, "U")
+
+
+def _svd_vh_jvp(ctx, t, full):
+    _full_check(ctx.args[0], full, "Vh")
+    return _svd_jvp(ctx.xp, ctx.args[0], t, "Vh")
+
+
+def _th_svd(th, x, full):
+    """Torch's U and Vh with their signs turned to NumPy's (a constant per singular vector)."""
+    U, _, Vh = th.linalg.svd(x, full_matrices=full)
+    Un = np.linalg.svd(x.detach().numpy(), full_matrices=full)[0]
+    d = th.tensor(np.sign((Un * U.detach().numpy()).sum(axis=-2)))
+    k = min(x.shape[-2:])
+    return U * d[..., None, :], Vh * d[..., :k, None] if Vh.shape[-2] == k else Vh
+
+
+def _uvh_samples(rng):
+    return [Sample(rng.standard_normal((4, 3)), full=False), Sample(rng.standard_normal((2, 3, 5)), full=False),
+            Sample(_sym(rng), full=True)]
+
+
+SVD_U = defop("svd_u", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full)[0], _svd_u_rule, save=(0,),
+              kind="other", jvp=_svd_u_jvp, samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[0])
+SVD_VH = defop("svd_vh", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full)[2], _svd_vh_rule, save=(0,),
+               kind="other", jvp=_svd_vh_jvp, samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[1])
+
+
+@public(SVDVALS, export=False, numpy=(np.linalg.svdvals,) if hasattr(np.linalg, "svdvals") else ())
+@named("svdvals")
+def svdvals(x):
+    """The singular values, descending; differentiable everywhere (gradient U diag(g) Vh)."""
+    return run_op(SVDVALS, as_tensor(x, "svdvals"))
+
+
+@public(SVD_U, export=False, numpy=(np.linalg.svd,))
+@named("svd")
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
+    """``(U, S, Vh)`` with ``a = U @ (S[..., None] * Vh)`` (NumPy's named tuple), or ``S`` alone with
+    ``compute_uv=False``. S's gradient is defined everywhere; U's and Vh's need distinct non-zero
+    singular values, and ``full_matrices=False`` for a non-square matrix (as PyTorch)."""
+    if hermitian:
+        raise TypeError("svd: hermitian=True is not supported on Tensors (use eigh)")
+    a = as_tensor(a, "svd")
+    if not compute_uv:
+        return svdvals(a)
+    full = bool(full_matrices)
+    return SVDResult(run_op(SVD_U, a, full=full), run_op(SVDVALS, a), run_op(SVD_VH, a, full=full))
+
+
+# -- composites: norm, matrix_power, pinv, lstsq ---------------------------------------------------------
+
+
+def _norm_samples(rng):
+    x = rng.standard_normal((3, 4))
+    return [Sample(x), Sample(x, "fro"), Sample(x, "nuc"), Sample(x, 2), Sample(x, -2), Sample(x, 1), Sample(x, -np.inf),
+            Sample(x[0]), Sample(x[0], 1), Sample(x[0], np.inf), Sample(x[0], 3), Sample(x[0], 0.5),
+            Sample(x, None, 1), Sample(x, 2, 0, True), Sample(rng.standard_normal((2, 3, 4)), axis=(1, 2))]
+
+
+@composite("norm", numpy=(np.linalg.norm,), export=False, samples=_norm_samples,
+           torch=lambda th, x, ord=None, axis=None, keepdims=False: th.linalg.norm(x, ord, axis, keepdims))
+@named("norm")
+def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
+    """NumPy's vector and matrix norms (``ord`` None, 'fro', 'nuc', inf, -inf, 0, 1, -1, 2, -2 or any
+    p for vectors; ``axis`` an int or a pair). The 2-norm's gradient at 0 is not defined (NaN)."""
+    x = as_tensor(x, "norm")
+    if axis is None:
+        if ord is None or (ord in ("fro", "f") and x.ndim == 2):
+            out = _sum(x * x) ** 0.5
+            return out.reshape((1,) * x.ndim) if keepdims else out
+        axis = tuple(range(x.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(a % x.ndim for a in axes)
+    if len(axes) == 1:
+        return _vector_norm(x, ord, axes[0], keepdims)
+    if len(axes) != 2:
+        raise ValueError(f"norm: improper number of dimensions to norm (axis={axis})")
+    return _matrix_norm(x, ord, axes, keepdims)
+
+
+def _vector_norm(x, ord, a, keepdims):  # noqa: A002
+    ax = abs(x) if ord not in (None, 2) else None
+    if ord is None or ord == 2:
+        return _sum(x * x, a, keepdims) ** 0.5
+    if ord == np.inf:
+        return _max(ax, axis=a, keepdims=keepdims)
+    if ord == -np.inf:
+        return _min(ax, axis=a, keepdims=keepdims)
+    if ord == 0:
+        return _sum((x != 0).astype(x.dtype), a, keepdims)
+    if ord == 1:
+        return _sum(ax, a, keepdims)
+    if isinstance(ord, str):
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+    return _sum(ax ** ord, a, keepdims) ** (1.0 / ord)
+
+
+def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
+    from .join import moveaxis
+
+    r, c = axes
+    if ord in (None, "fro", "f"):
+        out = _sum(x * x, axes, keepdims) ** 0.5
+        return out
+    if ord in (1, -1):
+        s = _sum(abs(x), r, True)
+        out = (_max if ord == 1 else _min)(s, axis=c, keepdims=True)
+    elif ord in (np.inf, -np.inf):
+        s = _sum(abs(x), c, True)
+        out = (_max if ord == np.inf else _min)(s, axis=r, keepdims=True)
+    elif ord in (2, -2, "nuc"):
+        sv = svdvals(moveaxis(x, (r, c), (-2, -1)))
+        out = _sum(sv, -1) if ord == "nuc" else (_max if ord == 2 else _min)(sv, axis=-1)
+        if keepdims:
+            for a in sorted((r, c)):
+                out = out.reshape(out.shape[:a] + (1,) + out.shape[a:])
+        return out
+    else:
+        raise ValueError(f"norm: invalid norm order {ord!r} for matrices")
+    return out if keepdims else out.reshape(tuple(s for i, s in enumerate(x.shape) if i not in (r, c)))
+
+
+@composite("matrix_power", numpy=(np.linalg.matrix_power,), export=False,
+           samples=lambda rng: [Sample(_mats(rng, shift=2.0), 3), Sample(_mats(rng, 2, shift=2.0), 0),
+                                Sample(_mats(rng, shift=3.0), -2), Sample(_mats(rng), 1)],
+           torch=lambda th, x, n: th.linalg.matrix_power(x, n))
+@named("matrix_power")
+def matrix_power(a, n):
+    """``a`` multiplied by itself ``n`` times (the identity for 0, powers of the inverse for n < 0)."""
+    a = as_tensor(a, "matrix_power")
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"matrix_power: needs square matrices, got shape {a.shape}")
+    if n == 0:
+        from .meta import zeros_like
+
+        eye = _be.array_module(a.data).eye(a.shape[-1], dtype=a.dtype)
+        return zeros_like(a) + eye
+    if n < 0:
+        a, n = inv(a), -n
+    out, base = None, a
+    while n:
+        if n & 1:
+            out = base if out is None else matmul(out, base)
+        n >>= 1
+        if n:
+            base = matmul(base, base)
     return out
 
 
-LINEAR = defop("linear", _linear_fwd, _linear_rule, save=(0, 1), save_for_others=True, kind="other", jvp=_linear_jvp,
-               torch=lambda th, x, w, b=None: th.nn.functional.linear(x, w, b),
-               samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((4, 3)),
-                                           rng.standard_normal(4)),
-                                    Sample(rng.standard_normal((2, 5, 3)), rng.standard_normal((4, 3)))])
+@composite("pinv", numpy=(np.linalg.pinv,), export=False,
+           samples=lambda rng: [Sample(rng.standard_normal((4, 3))), Sample(rng.standard_normal((2, 3, 5)))],
+           torch=lambda th, x: th.linalg.pinv(x))
+@named("pinv")
+def pinv(a, rcond=None, hermitian=False, *, rtol=None):
+    """The Moore-Penrose pseudo-inverse, from the SVD (singular values below ``rcond`` times the
+    largest are dropped). Its gradient follows the SVD's: distinct singular values."""
+    if hermitian:
+        raise TypeError("pinv: hermitian=True is not supported on Tensors")
+    a = as_tensor(a, "pinv")
+    cut = rcond if rcond is not None else rtol if rtol is not None else max(a.shape[-2:]) * np.finfo(a.dtype).eps
+    U, S, Vh = svd(a, full_matrices=False)
+    big = S > _max(S, axis=-1, keepdims=True).detach() * cut
+    s_inv = where(big, 1.0 / where(big, S, 1.0), 0.0)
+    return _T(Vh) @ (s_inv[..., :, None] * _T(U))
 
 
-@public(LINEAR, export=False)
-def linear(x, weight, bias=None):
-    """``x @ weight.T + bias`` as one op (PyTorch's layout: ``weight`` is (out, in)).
+@composite("lstsq", numpy=(np.linalg.lstsq,), export=False,
+           samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 2))),
+                                Sample(rng.standard_normal((4, 3)), rng.standard_normal(4))])
+@named("lstsq")
+def lstsq(a, b, rcond=None):
+    """``(x, residuals, rank, s)`` as NumPy's: ``x`` minimises ``|a x - b|`` (``pinv(a) @ b``,
+    differentiable in ``a`` and ``b``); ``residuals`` the squared residual per column when ``a``
+    has full column rank and more rows than columns, else empty; ``rank`` an int; ``s`` the
+    singular values."""
+    a, b = as_tensor(a, "lstsq"), as_tensor(b, "lstsq")
+    s = svdvals(a)
+    m, n = a.shape
+    eps = np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond
+    sd = _be.to_numpy(s.detach().data)
+    rank = int((sd > eps * sd.max()).sum()) if sd.size else 0
+    x = pinv(a, rcond=eps) @ b
+    if rank == n and m > n:
+        r = matmul(a, x) - b
+        res = _sum(r * r, 0)
+        res = res.reshape(1) if res.ndim == 0 else res
+    else:
+        from .meta import zeros_like
 
-    >>> F.linear(mg.ones(2, 3), mg.ones(4, 3)).shape
-    (2, 4)
-    """
-    if not isinstance(x, Tensor):
-        if hasattr(x, "_grad_target"):
-            raise TypeError("linear: got a sparse tensor; use mg.sparse.matmul for sparse inputs")
-        x = Tensor(x)
-    xd = x.data  # the arrays, read once: each property costs a call
-    wd = weight.data if isinstance(weight, Tensor) else weight
-    xs, ws = xd.shape, wd.shape
-    if len(ws) != 2 or len(xs) < 1 or xs[-1] != ws[1]:
-        raise ValueError(
-            f"linear: input of shape {xs} does not match weight of shape {ws} "
-            f"(expected input (..., {ws[1] if len(ws) == 2 else '?'}) and weight (out, in))"
-        )
-    if xd.dtype != wd.dtype and xd.dtype.kind == "f" and wd.dtype.kind == "f":
-        raise mixed_floats("linear", xd.dtype, wd.dtype, "the weight")
-    if bias is None:
-        return run_op(LINEAR, x, weight)
-    return run_op(LINEAR, x, weight, bias)
+        res = zeros_like(b, shape=(0,))
+    return x, res, rank, s

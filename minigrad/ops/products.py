@@ -7,7 +7,8 @@ import numbers
 
 import numpy as np
 
-from ._registry import randn as _r, Sample, as_tensor, composite, named
+from ..creation import as_tensor
+from ._registry import randn as _r, Sample, composite, named
 from .einsum import _LETTERS, einsum
 from .join import moveaxis
 from .shape import reshape, stack

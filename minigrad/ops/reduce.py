@@ -10,11 +10,12 @@ import numpy as np
 
 from .._util import NOARG, pick
 from ..backend import to_numpy
+from ..creation import as_tensor
 from ..engine import run_op
 from ..errors import NAMED_ERRORS, AxisError, reraise
 from ..tensor import Tensor
 from ..backward import sum_to as _sum_to
-from ._registry import Family, Sample, as_tensor, composite, defop, linear_jvp, named, public, row
+from ._registry import Family, Sample, composite, defop, linear_jvp, named, public, row
 
 
 def normalize_axis(axis, ndim: int, op: str = "sum") -> tuple[int, ...]:

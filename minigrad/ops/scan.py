@@ -6,9 +6,10 @@ import numpy as np
 
 from .._util import NOARG
 from .._xp import array_module, is_cupy_array
+from ..creation import as_tensor
 from ..engine import run_op
 from ..tensor import Tensor
-from ._registry import Sample, as_tensor, composite, defop, linear_jvp, named, public
+from ._registry import Sample, composite, defop, linear_jvp, named, public
 from .reduce import _axes_info, _kept, max as _max, min as _min, normalize_axis, result_dtype, sum as _sum
 from .elementwise import where as _where
 

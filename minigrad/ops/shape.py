@@ -13,11 +13,11 @@ import numpy as np
 
 from .. import backend as _be
 from ..backward import sum_to
+from ..creation import as_tensor
 from ..engine import run_op
 from ..errors import NAMED_ERRORS, AxisError, reraise
 from ..tensor import Tensor
-from ._registry import randn as _r, Sample, composite, defop, named, public
-from ._registry import as_tensor, linear_jvp
+from ._registry import randn as _r, Sample, composite, defop, linear_jvp, named, public
 
 
 

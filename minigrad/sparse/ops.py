@@ -9,7 +9,7 @@ from ..ops._registry import Sample, defop, linear_jvp
 from ..ops.reduce import normalize_axis
 from ..ops.reduce import result_dtype as _result_dtype
 from ..ops.reduce import sum as _dense_sum
-from ..ops.linalg import matmul as _dense_matmul
+from ..ops.matmul import matmul as _dense_matmul
 from ..tensor import Tensor
 from . import _autograd as A
 from . import _kernels as K

@@ -1,11 +1,11 @@
-"""The losses that are ops of their own: nll_loss (cross_entropy is log_softmax + nll_loss) and
-binary_cross_entropy_with_logits; and the dtype casts Tensor methods name."""
+"""The losses that are ops of their own: nll_loss, cross_entropy (one op forward, one op
+backward) and binary_cross_entropy_with_logits."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..engine import run_op
-from ._registry import Family, Sample, defop, linear_jvp, row
+from ._registry import Sample, defop, linear_jvp
 from .reduce import shift_by_max, softmax_forward
 
 
@@ -100,25 +100,6 @@ def nll_loss_op(logp, target, reduction):
 
 def bce_op(x, y, reduction):
     return run_op(BCE, x, y, reduction=reduction)
-
-
-def _cast_fn(op, name, dtype):
-    def cast(x, *args, **kwargs):
-        if args or kwargs:  # Python's own arity error would name ``_cast_fn.<locals>.cast``
-            got = [type(a).__name__ for a in args] + [f"{k}=" for k in kwargs]
-            raise TypeError(f"{name}: takes no arguments (it casts to {np.dtype(dtype).name}; "
-                            f"use astype(dtype) for another dtype), got {', '.join(got)}")
-        return x.astype(dtype)
-
-    cast.__doc__ = f"Cast to {np.dtype(dtype).name} (``astype``)."
-    return cast
-
-
-CAST = Family("cast", _cast_fn, reads=("dtype",))  # Tensor's methods named after a dtype: astype, no op of their own
-
-float_ = row("float", family=CAST, dtype=np.float32, export=False)
-double = row("double", family=CAST, dtype=np.float64, export=False)
-long = row("long", family=CAST, dtype=np.int64, export=False)
 
 
 # -- cross_entropy: one op forward, one op backward (whose own rule gives the second order) ---------------

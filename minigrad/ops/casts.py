@@ -1,0 +1,26 @@
+"""The dtype casts Tensor methods name after a dtype (``x.float()``, ``x.double()``, ``x.long()``):
+rows of one family, each ``astype`` to its dtype, no op of their own."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._registry import Family, row
+
+
+def _cast_fn(op, name, dtype):
+    def cast(x, *args, **kwargs):
+        if args or kwargs:  # Python's own arity error would name ``_cast_fn.<locals>.cast``
+            got = [type(a).__name__ for a in args] + [f"{k}=" for k in kwargs]
+            raise TypeError(f"{name}: takes no arguments (it casts to {np.dtype(dtype).name}; "
+                            f"use astype(dtype) for another dtype), got {', '.join(got)}")
+        return x.astype(dtype)
+
+    cast.__doc__ = f"Cast to {np.dtype(dtype).name} (``astype``)."
+    return cast
+
+
+CAST = Family("cast", _cast_fn, reads=("dtype",))  # Tensor's methods named after a dtype: astype, no op of their own
+
+float_ = row("float", family=CAST, dtype=np.float32, export=False)
+double = row("double", family=CAST, dtype=np.float64, export=False)
+long = row("long", family=CAST, dtype=np.int64, export=False)
