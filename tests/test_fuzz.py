@@ -589,6 +589,18 @@ def _bad(got, want):
     return ~(ok | (np.isnan(got) & np.isnan(want)))
 
 
+_FUNC_REFUSES_WRITE = "a leaf Variable that requires grad is being used in an in-place operation"
+
+
+def _torch_nan_only(err):
+    """Every entry that differs is a NaN from PyTorch and a number from minigrad."""
+    got, want = getattr(err, "got", None), getattr(err, "want", None)
+    if got is None or want is None:
+        return False
+    bad = _bad(got, want)
+    return bool(bad.any()) and bool(np.all(np.isnan(want[bad]) & ~np.isnan(got[bad])))
+
+
 def _artifact(prog, comp, err):
     """The oracle artifact a disagreement is (its name), or None for a disagreement.
 
@@ -883,6 +895,16 @@ def run_program(seed):
             if agree and known:
                 art = "torch.func wrong through det/slogdet/solve/eigh (_TORCH_FUNC_WRONG)"
                 second = f"{second}; ops of _TORCH_FUNC_WRONG in the program: {known}"
+            elif agree and "cumprod" in prog.ops and _torch_nan_only(e):
+                # torch.func differentiates torch's forward-mode rule of cumprod, which divides by the
+                # input: where the input is 0 (relu, sign, round before it) that is 0/0 = NaN; torch's own
+                # reverse mode (double vjp) gives the number minigrad gives
+                art = "torch.func NaN through cumprod's forward rule at a zero input"
+            elif agree and tres is None and _FUNC_REFUSES_WRITE in str(e):
+                # torch.func alone refuses the program (its transforms wrap the tangents as leaves, and a
+                # write into a view of a tensor written before then counts as a write into a leaf); torch's
+                # own reverse mode runs the same composition and agrees with minigrad
+                art = "torch.func refuses an in-place write that torch's reverse mode accepts"
             elif agree:
                 second += (" (torch.func disagrees with torch's own reverse mode: a torch.func error? if so, "
                            "name the op in _TORCH_FUNC_WRONG, with the check that shows it)")
