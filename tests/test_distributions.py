@@ -96,7 +96,7 @@ def test_values_and_gradients_equal_torch(case):
         w = _r(9).standard_normal(tuple(ours.shape))
         (ours * mg.tensor(w)).sum().backward()
         (theirs * torch.tensor(w)).sum().backward()
-        for i, (o, t) in enumerate(zip(ours_p, theirs_p)):
+        for i, (o, t) in enumerate(zip(ours_p, theirs_p, strict=True)):
             want = np.zeros(o.shape) if t.grad is None else t.grad.numpy()
             got = np.zeros(o.shape) if o.grad is None else to_np(o.grad)
             np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"{case} {name}: grad of param {i}")
@@ -163,7 +163,7 @@ def test_kl_divergence_equals_torch(pair):
     w = _r(7).standard_normal(tuple(ours.shape))
     (ours * mg.tensor(w)).sum().backward()
     (theirs * torch.tensor(w)).sum().backward()
-    for o, t in zip(ours_p, theirs_p):
+    for o, t in zip(ours_p, theirs_p, strict=True):
         np.testing.assert_allclose(to_np(o.grad), t.grad.numpy(), rtol=RTOL, atol=ATOL)
 
 
@@ -334,9 +334,9 @@ def test_sampling_is_reproducible_under_manual_seed():
     mg.manual_seed(123)
     b = [to_np(x) for x in _all_draws()]
     c = [to_np(x) for x in _all_draws()]  # the generator moved on
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x, y)
-    assert any(not np.array_equal(x, z) for x, z in zip(a, c))
+    assert any(not np.array_equal(x, z) for x, z in zip(a, c, strict=True))
     mg.manual_seed(123)
     x = D.Normal(mg.zeros(2), mg.ones(2)).sample((3,))
     mg.manual_seed(123)
@@ -372,8 +372,8 @@ def test_a_compiled_step_redraws_on_each_replay_as_eager_does():
     for fn in (step, compiled):
         mg.manual_seed(5)
         runs.append([[to_np(t) for t in fn(loc, scale, probs)] for _ in range(4)])
-    for eager_call, compiled_call in zip(*runs):
-        for a, b in zip(eager_call, compiled_call):
+    for eager_call, compiled_call in zip(*runs, strict=True):
+        for a, b in zip(eager_call, compiled_call, strict=True):
             np.testing.assert_array_equal(a, b)
     assert compiled.stats.replays == 2 and compiled.stats.fallbacks == 0
     assert not np.array_equal(runs[1][2][0], runs[1][3][0])  # replays draw fresh numbers

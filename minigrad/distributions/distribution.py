@@ -155,7 +155,7 @@ class Distribution:
             raise ValueError(f"{type(self).__name__}: the right-most size of value must match event_shape: "
                              f"{shape} vs {event}.")
         expected = self._batch_shape + event
-        for i, j in zip(reversed(shape), reversed(expected)):
+        for i, j in zip(reversed(shape), reversed(expected), strict=False):
             if i != 1 and j != 1 and i != j:
                 raise ValueError(f"{type(self).__name__}: value is not broadcastable with batch_shape+event_shape: "
                                  f"{shape} vs {expected}.")
@@ -220,7 +220,7 @@ def broadcast_all(*values, names=None, dist="distribution"):
     names = names or [f"argument {i}" for i in range(len(values))]
     first = next((v for v in values if isinstance(v, Tensor)), None)
     out = []
-    for name, v in zip(names, values):
+    for name, v in zip(names, values, strict=True):
         if isinstance(v, Tensor):
             out.append(v)
         elif isinstance(v, numbers.Real) and not isinstance(v, bool):
@@ -234,5 +234,5 @@ def broadcast_all(*values, names=None, dist="distribution"):
         shape = np.broadcast_shapes(*(t.shape for t in out))
     except ValueError:
         raise ValueError(f"{dist}: the parameters do not broadcast together: " + ", ".join(
-            f"{n} of shape {tuple(t.shape)}" for n, t in zip(names, out))) from None
+            f"{n} of shape {tuple(t.shape)}" for n, t in zip(names, out, strict=True))) from None
     return tuple(t if tuple(t.shape) == shape else t.broadcast_to(shape) for t in out)
