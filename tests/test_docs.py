@@ -1,7 +1,7 @@
 """The reference in docs/ covers the public surface, and its examples run.
 
 1. Every public name of ``minigrad`` and of ``mg.nn``, ``mg.nn.functional``, ``mg.optim``,
-   ``mg.sparse``, ``mg.viz`` and ``mg.autograd`` appears as code somewhere in docs/*.md
+   ``mg.sparse``, ``mg.viz``, ``mg.autograd``, ``mg.func`` and ``mg.distributions`` appears as code somewhere in docs/*.md
    (in a `code span` or a fenced block). The names are each module's ``__all__`` where it
    has one, else its public non-module attributes (for ``minigrad`` itself also the names
    its lazy ``__getattr__`` serves), less NumPy's dtype aliases and ``__future__`` imports.
@@ -34,7 +34,7 @@ SKIP_MARK = "# doctest: skip"
 SCRATCH_MARK = "# doctest: scratch ops"
 
 NAMESPACES = ["minigrad", "minigrad.nn", "minigrad.nn.functional", "minigrad.optim", "minigrad.sparse",
-              "minigrad.viz", "minigrad.autograd", "minigrad.func"]
+              "minigrad.viz", "minigrad.autograd", "minigrad.func", "minigrad.distributions"]
 
 # Genuinely internal names that the fallback (no __all__) picks up. Keep it short.
 ALLOWLIST = {
@@ -45,6 +45,7 @@ ALLOWLIST = {
 # which page a missing name belongs on: by the module that defines it, longest prefix first
 PAGE_BY_MODULE = [
     ("minigrad.nn", "nn.md"), ("minigrad.optim", "nn.md"), ("minigrad.sparse", "sparse.md"),
+    ("minigrad.distributions", "distributions.md"),
     ("minigrad.viz", "viz.md"), ("minigrad.strided", "viz.md"), ("minigrad.io", "io.md"),
     ("minigrad.gradcheck", "gradcheck.md"), ("minigrad.func", "func.md"), ("minigrad.ops.reduce", "ops.md"), ("minigrad.ops", "ops.md"),
     ("minigrad.autograd", "autograd.md"), ("minigrad.profile", "autograd.md"),
@@ -134,7 +135,8 @@ def documented_identifiers() -> set[str]:
 def test_docs_pages_exist():
     pages = {p.name for p in DOCS.glob("*.md")}
     for page in ("index.md", "tensors.md", "ops.md", "sum.md", "autograd.md", "gradcheck.md", "sparse.md",
-                 "einsum.md", "nn.md", "io.md", "viz.md", "devices.md", "threads.md", "func.md"):
+                 "einsum.md", "nn.md", "io.md", "viz.md", "devices.md", "threads.md", "func.md",
+                 "distributions.md"):
         assert page in pages, f"docs/{page} is missing"
 
 
