@@ -119,3 +119,132 @@ def test_set_grad_enabled_is_per_thread(grad_on):
     t2.start()
     t2.join(5)
     assert fresh == [True]  # a new thread starts recording, whatever this one set
+
+
+# -- the functions, against torch in float64 ------------------------------------------------------
+
+
+def _leaves(args):
+    """Float arrays -> float64 leaves that require grad, in both libraries; other arrays -> constants."""
+    ms, ts = [], []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            rg = a.dtype.kind == "f"
+            ms.append(mg.tensor(a, requires_grad=rg))
+            ts.append(torch.tensor(a, requires_grad=rg))
+        else:
+            ms.append(a)
+            ts.append(a)
+    return ms, ts
+
+
+def same_as_torch(mg_fn, th_fn, *args, seed=0):
+    """Values (shapes and dtypes too) and gradients through backward (a random weighting of every
+    output) of ``mg_fn(*args)`` and ``th_fn(*args)``."""
+    ms, ts = _leaves(args)
+    out, tout = mg_fn(*ms), th_fn(*ts)
+    outs, touts = (out, tout) if isinstance(out, (tuple, list)) else ((out,), (tout,))
+    assert len(outs) == len(touts)
+    for o, t in zip(outs, touts, strict=True):
+        assert o.shape == tuple(t.shape)
+        assert o.dtype == t.detach().numpy().dtype
+        np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-12, atol=1e-14)
+    rng = np.random.default_rng(seed)
+    pairs = [(o, t) for o, t in zip(outs, touts, strict=True) if t.requires_grad]
+    assert [o.requires_grad for o, _ in pairs] == [True] * len(pairs)
+    if not pairs:
+        return out
+    ws = [rng.standard_normal(o.shape) for o, _ in pairs]
+    sum((o * mg.tensor(w)).sum() for (o, _), w in zip(pairs, ws, strict=True)).backward()
+    sum((t * torch.tensor(w)).sum() for (_, t), w in zip(pairs, ws, strict=True)).backward()
+    for m, t in zip(ms, ts, strict=True):
+        if isinstance(m, mg.Tensor) and m.requires_grad:
+            want = np.zeros(m.shape) if t.grad is None else t.grad.numpy()
+            got = np.zeros(m.shape) if m.grad is None else m.grad.numpy()
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+    return out
+
+
+def _r(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+I64 = np.int64
+
+
+def _x(*shape):
+    return mg.tensor(_r(*shape), requires_grad=True)
+
+
+# -- PyTorch's views: narrow, select, t, chunk, unbind, movedim, unflatten, the *_as forms ---------------
+
+
+def test_narrow_select_t():
+    x = _r(2, 5, 3)
+    for dim, start, length in [(0, 1, 1), (1, -3, 3), (2, 0, 0), (-1, 1, 2)]:
+        same_as_torch(lambda a, d=dim, s=start, n=length: mg.narrow(a, d, s, n),
+                      lambda a, d=dim, s=start, n=length: torch.narrow(a, d, s, n), x)
+        same_as_torch(lambda a, d=dim, s=start, n=length: a.narrow(d, s, n),
+                      lambda a, d=dim, s=start, n=length: a.narrow(d, s, n), x)
+    for dim, i in [(0, 1), (1, -1), (2, 0), (-2, 4)]:
+        same_as_torch(lambda a, d=dim, i=i: mg.select(a, d, i), lambda a, d=dim, i=i: torch.select(a, d, i), x)
+        same_as_torch(lambda a, d=dim, i=i: a.select(d, i), lambda a, d=dim, i=i: a.select(d, i), x)
+    for shape in [(2, 3), (3,), ()]:
+        same_as_torch(lambda a: mg.t(a), lambda a: torch.t(a), _r(*shape))
+        same_as_torch(lambda a: a.t(), lambda a: a.t(), _r(*shape))
+    a = mg.tensor(_r(2, 5, 3))
+    assert a.narrow(1, 1, 2)._base is a and a.select(1, 2)._base is a and a[0].t()._base is a  # views, as PyTorch's
+
+
+def test_chunk_and_unbind():
+    for shape, chunks, dim in [((5, 3), 3, 0), ((2, 6), 4, 1), ((2, 3), 1, -1), ((5, 2), 4, 0), ((6,), 4, 0),
+                               ((0, 2), 2, 0), ((2, 3), 5, 1)]:
+        x = _r(*shape)
+        out = same_as_torch(lambda a, c=chunks, d=dim: mg.chunk(a, c, d), lambda a, c=chunks, d=dim: torch.chunk(a, c, d), x)
+        assert isinstance(out, tuple)
+        same_as_torch(lambda a, c=chunks, d=dim: a.chunk(c, dim=d), lambda a, c=chunks, d=dim: a.chunk(c, dim=d), x)
+    for shape, dim in [((3, 2), 0), ((2, 3, 2), -2), ((4,), 0), ((0, 2), 0)]:
+        x = _r(*shape)
+        out = same_as_torch(lambda a, d=dim: mg.unbind(a, d), lambda a, d=dim: torch.unbind(a, d), x)
+        assert isinstance(out, tuple)
+        same_as_torch(lambda a, d=dim: a.unbind(dim=d), lambda a, d=dim: a.unbind(dim=d), x)
+
+
+def test_movedim_unflatten():
+    x = _r(2, 3, 4)
+    for s, d in [(0, -1), ((0, 1), (2, 0)), (2, 0), ([1], [0])]:
+        same_as_torch(lambda a, s=s, d=d: mg.movedim(a, s, d), lambda a, s=s, d=d: torch.movedim(a, s, d), x)
+        same_as_torch(lambda a, s=s, d=d: a.movedim(s, d), lambda a, s=s, d=d: a.movedim(s, d), x)
+    for shape, dim, sizes in [((2, 12), 1, (3, -1)), ((6, 2), 0, (2, 3)), ((2, 12), -1, (2, 2, 3)), ((4,), 0, [-1, 1])]:
+        x = _r(*shape)
+        same_as_torch(lambda a, d=dim, s=sizes: mg.unflatten(a, d, s), lambda a, d=dim, s=sizes: torch.unflatten(a, d, s), x)
+        same_as_torch(lambda a, d=dim, s=sizes: a.unflatten(d, s), lambda a, d=dim, s=sizes: a.unflatten(d, s), x)
+
+
+def test_the_as_forms():
+    y = _r(2, 3, 4, seed=1)
+    same_as_torch(lambda a: a.expand_as(mg.tensor(y)), lambda a: a.expand_as(torch.tensor(y)), _r(3, 1))
+    same_as_torch(lambda a: mg.expand_as(a, mg.tensor(y)), lambda a: a.expand_as(torch.tensor(y)), _r(4))
+    same_as_torch(lambda a: a.view_as(mg.tensor(y)), lambda a: a.view_as(torch.tensor(y)), _r(6, 4))
+    same_as_torch(lambda a: a.reshape_as(mg.tensor(y)), lambda a: a.reshape_as(torch.tensor(y)), _r(4, 6))
+    same_as_torch(lambda a: a.t().reshape_as(mg.tensor(y)), lambda a: a.t().reshape_as(torch.tensor(y)), _r(4, 6))
+
+
+@pytest.mark.parametrize("call, err, pattern", [
+    (lambda: mg.narrow(_x(2, 5), 1, 3, 3), ValueError, r"^narrow: start \(3\) \+ length \(3\) exceeds dim 1 of size 5 \(shape \(2, 5\)\)"),
+    (lambda: mg.narrow(_x(2, 5), 1, -6, 1), IndexError, r"^narrow: start -6 is out of range for dim 1 of size 5"),
+    (lambda: mg.narrow(_x(2, 5), 2, 0, 1), IndexError, r"^narrow: dim 2 is out of range .*\(shape \(2, 5\)\)"),
+    (lambda: mg.select(_x(2, 5), 0, 2), IndexError, r"^select: index 2 is out of range for dim 0 of size 2 \(shape \(2, 5\)\)"),
+    (lambda: mg.t(_x(2, 3, 4)), ValueError, r"^t: expects a tensor of at most 2 dims, got shape \(2, 3, 4\)"),
+    (lambda: mg.chunk(_x(2, 3), 0), ValueError, r"^chunk: chunks must be greater than 0, got 0 \(shape \(2, 3\)\)"),
+    (lambda: mg.chunk(_x(2, 3), 2, dim=2), IndexError, r"^chunk: dim 2 is out of range .*\(shape \(2, 3\)\)"),
+    (lambda: mg.unbind(_x(2, 3), 3), IndexError, r"^unbind: dim 3 is out of range .*\(shape \(2, 3\)\)"),
+    (lambda: mg.movedim(_x(2, 3), 0, 2), IndexError, r"^movedim: .*2"),
+    (lambda: mg.unflatten(_x(2, 12), 1, (5, -1)), ValueError, r"^unflatten: sizes \(5, -1\) do not multiply to the size 12 of dim 1 \(shape \(2, 12\)\)"),
+    (lambda: _x(3, 1).expand_as(_x(2, 4)), ValueError, r"^expand_as: cannot expand shape \(3, 1\) to other's shape \(2, 4\)"),
+    (lambda: _x(2, 3).t().view_as(_x(6)), RuntimeError, r"^view_as: view: shape \(6,\) is not compatible with the strides"),
+    (lambda: _x(2, 3).reshape_as(_x(4)), ValueError, r"^reshape_as: reshape: cannot reshape a tensor of shape \(2, 3\) \(6 elements\) into shape \(4,\)"),
+])
+def test_view_errors_name_the_op_and_the_shapes(call, err, pattern):
+    with pytest.raises(err, match=pattern):
+        call()
