@@ -248,3 +248,54 @@ def test_the_as_forms():
 def test_view_errors_name_the_op_and_the_shapes(call, err, pattern):
     with pytest.raises(err, match=pattern):
         call()
+
+
+# -- type_as, the new_* factories, is_tensor ---------------------------------------------------------
+
+
+def test_type_as():
+    for dt, tdt in [(np.float32, torch.float32), (np.float64, torch.float64), (np.int64, torch.int64)]:
+        got = mg.tensor(_r(2, 3)).type_as(mg.zeros(1, dtype=dt))
+        want = torch.tensor(_r(2, 3)).type_as(torch.zeros(1, dtype=tdt))
+        assert got.dtype == dt
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    same_as_torch(lambda a: a.type_as(mg.zeros(1, dtype=mg.double)), lambda a: a.type_as(torch.zeros(1, dtype=torch.double)),
+                  _r(2, 3))
+    x = mg.tensor(_r(2, 3), requires_grad=True)
+    x.type_as(mg.zeros(1)).sum().backward()  # float32 and back: the gradient keeps x's dtype
+    assert x.grad.dtype == np.float64 and x.grad.tolist() == [[1.0] * 3] * 2
+
+
+def test_new_factories_and_is_tensor():
+    for dt, tdt in [(mg.double, torch.double), (mg.float, torch.float), (mg.long, torch.long)]:
+        x, tx = mg.ones((2,), dtype=dt, requires_grad=False), torch.ones(2, dtype=tdt)
+        pairs = [(x.new_zeros(2, 3), tx.new_zeros(2, 3)), (x.new_zeros((3,)), tx.new_zeros((3,))),
+                 (x.new_ones([2]), tx.new_ones([2])), (x.new_full((2, 2), 2.5), tx.new_full((2, 2), 2.5)),
+                 (x.new_tensor([[1, 2], [3, 4]]), tx.new_tensor([[1, 2], [3, 4]])),
+                 (x.new_tensor(3.5), tx.new_tensor(3.5)), (mg.new_zeros(x, 2), tx.new_zeros(2)),
+                 (x.new_zeros(2, dtype=mg.int), tx.new_zeros(2, dtype=torch.int))]
+        for got, want in pairs:
+            assert got.shape == tuple(want.shape) and got.dtype == want.numpy().dtype, (got, want)
+            assert got.tolist() == want.tolist()
+            assert not got.requires_grad and got.is_leaf and got.device == x.device
+    x = mg.tensor([1.0, 2.0], dtype=mg.double, requires_grad=True)
+    assert x.new_zeros(2, requires_grad=True).requires_grad
+    y = x * 2
+    c = x.new_tensor(y)  # a copy, detached (PyTorch warns and does the same)
+    assert not c.requires_grad and c.tolist() == [2.0, 4.0]
+    c.data[0] = 9.0
+    assert y.tolist() == [2.0, 4.0]
+    assert mg.is_tensor(x) and mg.is_tensor(y) and not mg.is_tensor(np.ones(2)) and not mg.is_tensor(1.0)
+    assert not mg.is_tensor([x])
+    import minigrad.sparse  # noqa: F401, PLC0415
+
+    assert mg.is_tensor(mg.tensor([[0.0, 1.0]]).to_sparse_coo())
+
+
+@pytest.mark.parametrize("call, err, pattern", [
+    (lambda: _x(2, 3).type_as("float"), TypeError, r"^type_as: other must be a Tensor"),
+    (lambda: _x(2).new_zeros("a"), TypeError, r"^new_zeros: zeros: shape entries must be ints"),
+])
+def test_factory_errors_name_the_op_and_the_shapes(call, err, pattern):
+    with pytest.raises(err, match=pattern):
+        call()
