@@ -299,3 +299,163 @@ def test_new_factories_and_is_tensor():
 def test_factory_errors_name_the_op_and_the_shapes(call, err, pattern):
     with pytest.raises(err, match=pattern):
         call()
+
+
+# -- indexing and masking: gather, scatter, scatter_add, index_put, index_select, masked_fill/select ---
+
+
+def test_gather():
+    x = _r(3, 4)
+    for dim, idx in [(1, [[0, 3], [1, 1], [2, 0]]), (0, [[2, 0, 1, 1], [0, 0, 2, 1], [1, 1, 1, 1], [0, 2, 0, 0]]),
+                     (0, [[1, 2], [0, 0]]), (-1, [[3], [3], [0]])]:
+        idx = np.array(idx, dtype=I64)
+        same_as_torch(lambda a, i, d=dim: mg.gather(a, d, i), lambda a, i, d=dim: torch.gather(a, d, i), x, idx)
+        same_as_torch(lambda a, i, d=dim: a.gather(d, i), lambda a, i, d=dim: a.gather(d, i), x, idx)
+    same_as_torch(lambda a, i: a.gather(0, i), lambda a, i: a.gather(0, i), _r(2, 3, 4),
+                  np.array([[[1, 0, 1, 1]], [[0, 0, 0, 1]]], dtype=I64))
+    same_as_torch(lambda a, i: a.gather(0, i), lambda a, i: a.gather(0, i), np.array(2.5), np.array(0, dtype=I64))
+    # repeated indices: the gradient adds up (gather's gradient is scatter_add)
+    x = mg.tensor([1.0, 2.0, 3.0], dtype=mg.double, requires_grad=True)
+    x.gather(0, mg.tensor([2, 2, 0])).sum().backward()
+    assert x.grad.tolist() == [1.0, 0.0, 2.0]
+
+
+def test_scatter_and_scatter_add():
+    x = _r(3, 4)
+    idx = np.array([[2, 0, 1, 1], [0, 1, 2, 0]], dtype=I64)
+    for f in (lambda a, d, i, s: torch.scatter(a, d, i, s), lambda a, d, i, s: a.scatter(d, i, s)):
+        same_as_torch(lambda a, i, s: mg.scatter(a, 0, i, s), lambda a, i, s, f=f: f(a, 0, i, s), x, idx, _r(2, 4, seed=1))
+    same_as_torch(lambda a, i, s: a.scatter(1, i, s), lambda a, i, s: a.scatter(1, i, s), x,
+                  np.array([[3, 0], [1, 2]], dtype=I64), _r(2, 2, seed=1))
+    same_as_torch(lambda a, i: a.scatter(-1, i, 1.5), lambda a, i: a.scatter(-1, i, 1.5), x,
+                  np.array([[0], [2], [3]], dtype=I64))
+    same_as_torch(lambda a, i: mg.scatter(a, 0, i, value=-2.0), lambda a, i: torch.scatter(a, 0, i, value=-2.0), x, idx)
+    dup = np.array([[2, 0, 1, 1], [2, 0, 0, 1]], dtype=I64)
+    for dim, i in [(0, idx), (0, dup), (1, np.array([[3, 3, 0], [1, 2, 1]], dtype=I64))]:
+        s = _r(*i.shape, seed=2)
+        same_as_torch(lambda a, i, s, d=dim: mg.scatter_add(a, d, i, s),
+                      lambda a, i, s, d=dim: torch.scatter_add(a, d, i, s), x, i, s)
+        same_as_torch(lambda a, i, s, d=dim: a.scatter_add(d, i, s), lambda a, i, s, d=dim: a.scatter_add(d, i, s), x, i, s)
+    # index may be longer than input along dim itself (there only its values are bounded)
+    same_as_torch(lambda a, s: a.scatter_add(1, mg.tensor([[0, 1, 0]]), s),
+                  lambda a, s: a.scatter_add(1, torch.tensor([[0, 1, 0]]), s), _r(3, 2), _r(1, 3, seed=1))
+
+
+def test_scatter_with_repeated_indices_has_pytorchs_gradient():
+    """Where index repeats a position only one value lands there, yet every value's gradient is
+    the gradient at its index (PyTorch's formula, gather of g); the input's is zero there."""
+    x = mg.tensor(np.zeros((3, 2)), requires_grad=True)
+    src = mg.tensor(np.arange(1.0, 5.0).reshape(2, 2), requires_grad=True)
+    out = x.scatter(0, mg.tensor([[1, 0], [1, 2]]), src)
+    w = np.arange(6.0).reshape(3, 2)
+    (out * mg.tensor(w)).sum().backward()
+    assert out.detach().numpy()[1, 0] in (1.0, 3.0)
+    tx, ts = torch.zeros(3, 2, dtype=torch.float64, requires_grad=True), torch.tensor(src.detach().numpy(), requires_grad=True)
+    (torch.scatter(tx, 0, torch.tensor([[1, 0], [1, 2]]), ts) * torch.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(src.grad.numpy(), ts.grad.numpy())
+    np.testing.assert_array_equal(x.grad.numpy(), tx.grad.numpy())
+
+
+def test_scatter_takes_the_part_of_a_larger_src_that_index_reaches():
+    """PyTorch reads src[:index.shape]; its backward is undefined there (it raises), minigrad's is
+    the gradient at the index for those entries and zero for the rest (held to finite differences)."""
+    x, s = _r(3, 4), _r(2, 5, seed=1)
+    idx = np.array([[3, 0], [1, 2]], dtype=I64)
+    want = torch.scatter(torch.tensor(x), 1, torch.tensor(idx), torch.tensor(s)).numpy()
+    wadd = torch.scatter_add(torch.tensor(x), 1, torch.tensor(idx), torch.tensor(s)).numpy()
+    got = mg.scatter(mg.tensor(x), 1, mg.tensor(idx), mg.tensor(s))
+    np.testing.assert_array_equal(got.numpy(), want)
+    np.testing.assert_array_equal(mg.scatter_add(mg.tensor(x), 1, mg.tensor(idx), mg.tensor(s)).numpy(), wadd)
+    xs = [mg.tensor(x, requires_grad=True), mg.tensor(s, requires_grad=True)]
+    for f in (mg.scatter, mg.scatter_add):
+        assert mg.gradcheck(lambda a, b, f=f: f(a, 1, mg.tensor(idx), b), xs, modes=("rev", "fwd"), order=2)
+
+
+def test_index_select():
+    x = _r(4, 3)
+    for dim, idx in [(0, np.array([3, 0, 3])), (1, np.array([2, 1])), (-1, np.array(2)), (0, np.array([], dtype=I64))]:
+        same_as_torch(lambda a, i, d=dim: mg.index_select(a, d, i), lambda a, i, d=dim: torch.index_select(a, d, i),
+                      x, idx.astype(I64))
+        same_as_torch(lambda a, i, d=dim: a.index_select(d, i), lambda a, i, d=dim: a.index_select(d, i), x, idx.astype(I64))
+    for idx in (np.array([0]), np.array(0)):  # a 0-d input gives a 0-d result
+        same_as_torch(lambda a, i: a.index_select(0, i), lambda a, i: a.index_select(0, i), np.array(2.5), idx.astype(I64))
+
+
+def test_index_put():
+    x = _r(4, 3)
+    cases = [((np.array([0, 2]), np.array([1, 1])), _r(2, seed=1), False), ((np.array([1, 3]),), _r(3, seed=1), False),
+             ((np.array([0, 0, 3]),), _r(3, 3, seed=1), True), ((np.array([0, 2, 0]), np.array([1, 1, 1])), _r(3, seed=1), True)]
+    for idx, v, acc in cases:
+        same_as_torch(lambda a, b, idx=idx, acc=acc: mg.index_put(a, tuple(mg.tensor(i) for i in idx), b, accumulate=acc),
+                      lambda a, b, idx=idx, acc=acc: torch.index_put(a, tuple(torch.tensor(i) for i in idx), b, acc), x, v)
+        same_as_torch(lambda a, b, idx=idx, acc=acc: a.index_put(tuple(mg.tensor(i) for i in idx), b, acc),
+                      lambda a, b, idx=idx, acc=acc: a.index_put(tuple(torch.tensor(i) for i in idx), b, acc), x, v)
+
+
+def test_masked_fill():
+    x = _r(3, 4)
+    m = np.random.default_rng(3).random((3, 4)) < 0.5
+    for mask, value in [(m, 0.5), (np.array([True, False, False, True]), -2.0), (m, 3)]:
+        same_as_torch(lambda a, k, v=value: mg.masked_fill(a, k, v), lambda a, k, v=value: torch.masked_fill(a, k, v), x, mask)
+        same_as_torch(lambda a, k, v=value: a.masked_fill(k, v), lambda a, k, v=value: a.masked_fill(k, v), x, mask)
+    # a 0-d tensor value takes the gradient summed where the mask is True
+    same_as_torch(lambda a, k, v: a.masked_fill(k, v), lambda a, k, v: a.masked_fill(k, v), x, m, np.array(1.25))
+    # the mask broadcasts the result up, as PyTorch's out-of-place masked_fill does
+    same_as_torch(lambda a, k: mg.masked_fill(a, k, 1.0), lambda a, k: torch.masked_fill(a, k, 1.0), _r(4), m)
+    # the result keeps the input's dtype (a float value into an integer tensor is truncated)
+    xi = np.arange(4, dtype=I64)
+    got = mg.masked_fill(mg.tensor(xi), mg.tensor(m[0]), 2.7)
+    want = torch.masked_fill(torch.tensor(xi), torch.tensor(m[0]), 2.7)
+    assert got.dtype == np.int64 and got.tolist() == want.tolist()
+    x32 = mg.tensor(x.astype(np.float32), requires_grad=True)
+    assert x32.masked_fill(mg.tensor(m), mg.tensor(2.0, dtype=mg.double)).dtype == np.float32
+    # NaN where the mask replaces it never leaks into the gradient (selected with where)
+    a = mg.tensor([np.nan, 1.0], dtype=mg.double, requires_grad=True)
+    (a.masked_fill(mg.tensor([True, False]), 0.0) ** 2).sum().backward()
+    assert a.grad.tolist() == [0.0, 2.0]
+
+
+def test_masked_select():
+    m = np.random.default_rng(3).random((3, 4)) < 0.5
+    same_as_torch(lambda a, k: mg.masked_select(a, k), lambda a, k: torch.masked_select(a, k), _r(3, 4), m)
+    same_as_torch(lambda a, k: a.masked_select(k), lambda a, k: a.masked_select(k), _r(3, 1), m)
+    same_as_torch(lambda a, k: a.masked_select(k), lambda a, k: a.masked_select(k), _r(2, 3, 4), m)
+    same_as_torch(lambda a, k: a.masked_select(k), lambda a, k: a.masked_select(k), _r(3, 4), np.zeros(4, bool))
+
+
+@pytest.mark.parametrize("call, err, pattern", [
+    (lambda: mg.gather(_x(3, 2), 0, mg.tensor([[0, 0, 0]])), ValueError,
+     r"^gather: index is larger than input at dim 1 \(shapes: input \(3, 2\), index \(1, 3\)"),
+    (lambda: mg.gather(_x(3, 2), 0, mg.tensor([0, 1])), ValueError, r"^gather: .*same number of dims.*input \(3, 2\), index \(2,\)"),
+    (lambda: mg.gather(_x(3), 0, mg.tensor([-1])), IndexError, r"^gather: index -1 is out of bounds for dim 0 with size 3 \(input shape \(3,\)\)"),
+    (lambda: mg.gather(_x(3), 0, mg.tensor([3])), IndexError, r"^gather: index 3 is out of bounds"),
+    (lambda: mg.gather(_x(3), 0, mg.tensor([0.0])), TypeError, r"^gather: index must be an integer tensor, got dtype float"),
+    (lambda: mg.gather(_x(3), 1, mg.tensor([0])), IndexError, r"^gather: dim 1 is out of range .*\(shape \(3,\)\)"),
+    (lambda: mg.scatter(_x(3, 2), 0, mg.tensor([[0, 1]]), _x(1, 1)), ValueError,
+     r"^scatter: index is larger than src at dim 1 \(shapes: input \(3, 2\), index \(1, 2\), src \(1, 1\)"),
+    (lambda: mg.scatter(_x(3, 2), 0, mg.tensor([0, 2]), _x(2)), ValueError, r"^scatter: input, index and src must have the same number of dims"),
+    (lambda: mg.scatter(_x(3), 0, mg.tensor([0]), mg.ones(1, dtype=mg.float)), TypeError,
+     r"^scatter: src dtype float32 differs from input dtype float64"),
+    (lambda: mg.scatter(_x(3), 0, mg.tensor([0])), TypeError, r"^scatter: missing src"),
+    (lambda: mg.scatter(_x(3), 0, mg.tensor([0]), _x(1), reduce="add"), ValueError, r"^scatter: reduce='add' is not supported"),
+    (lambda: mg.scatter(_x(3), 0, mg.tensor([5]), 1.0), IndexError, r"^scatter: index 5 is out of bounds for dim 0 with size 3"),
+    (lambda: mg.scatter_add(_x(3, 2), 0, mg.tensor([[0, 1, 0]]), _x(1, 3)), ValueError,
+     r"^scatter_add: index is larger than input at dim 1 \(shapes: input \(3, 2\), index \(1, 3\), src \(1, 3\)"),
+    (lambda: mg.index_select(_x(3, 2), 0, mg.tensor([[0]])), ValueError, r"^index_select: index must be 0-D or 1-D, got shape \(1, 1\) \(input shape \(3, 2\)\)"),
+    (lambda: mg.index_select(_x(3, 2), 1, mg.tensor([-1])), IndexError, r"^index_select: index -1 is out of bounds for dim 1 with size 2"),
+    (lambda: mg.index_put(_x(3, 2), (mg.tensor([0, 1]),), _x(3)), ValueError,
+     r"^index_put: values of shape \(3,\) do not broadcast to the \(2, 2\) positions indexed in input of shape \(3, 2\)"),
+    (lambda: mg.index_put(_x(3), (mg.tensor([0]),), mg.ones(1, dtype=mg.float)), TypeError,
+     r"^index_put: values dtype float32 differs from input dtype float64"),
+    (lambda: mg.index_select(_x(), 0, mg.tensor([0, 0])), ValueError, r"^index_select: index must be 0-D or 1-D with one entry for a 0-d input"),
+    (lambda: mg.index_put(_x(3, 2), (mg.tensor([4]),), _x(2)), IndexError, r"^index_put: .*out of bounds.*\(tensor shape \(3, 2\)\)"),
+    (lambda: mg.masked_fill(_x(3, 2), mg.ones((4, 5)) > 0, 1.0), ValueError,
+     r"^masked_fill: mask of shape \(4, 5\) does not broadcast with input of shape \(3, 2\)"),
+    (lambda: mg.masked_fill(_x(3), mg.tensor([1, 0, 1]), 1.0), TypeError, r"^masked_fill: mask must be a bool tensor, got dtype int64"),
+    (lambda: mg.masked_fill(_x(3), mg.tensor([True, False, True]), _x(3)), ValueError,
+     r"^masked_fill: value must be a number or a 0-d tensor, got shape \(3,\) \(input shape \(3,\)\)"),
+    (lambda: mg.masked_select(_x(3, 2), mg.ones(3) > 0), ValueError, r"^masked_select: mask of shape \(3,\) does not broadcast with input of shape \(3, 2\)"),
+])
+def test_indexing_errors_name_the_op_and_the_shapes(call, err, pattern):
+    with pytest.raises(err, match=pattern):
+        call()
