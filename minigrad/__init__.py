@@ -44,6 +44,15 @@ int32 = _np.int32
 int64 = _np.int64
 uint8 = _np.uint8
 bool_ = _np.bool_
+# PyTorch's dtype names (mg.arange(3, dtype=mg.long)): the same NumPy types. They are set last and
+# are not in __all__, so neither this module's code nor ``from minigrad import *`` loses the builtins.
+long = _np.int64
+int = _np.int32  # noqa: A001
+short = _np.int16
+half = _np.float16
+float = _np.float32  # noqa: A001
+double = _np.float64
+bool = _np.bool_  # noqa: A001
 
 __version__ = "0.1.0"
 

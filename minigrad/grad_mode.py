@@ -1,6 +1,8 @@
 """Grad mode, per thread: ``no_grad``, ``enable_grad``, ``set_grad_enabled`` and
 ``is_grad_enabled``. Each block sets this thread's Mode (``_state``) and puts the old one back
-on exit, so overlapping blocks in two threads never change each other's recording."""
+on exit, so overlapping blocks in two threads never change each other's recording. A plain call
+``set_grad_enabled(False)`` (PyTorch's) switches this thread's Mode until switched back; other
+threads keep theirs."""
 from __future__ import annotations
 
 import functools
@@ -30,10 +32,14 @@ class _GradMode:
         _state.reset(self._tokens.pop())
         return False
 
+    def _fresh(self):
+        """A new block of this kind, for one call of a decorated function."""
+        return self.__class__()
+
     def __call__(self, fn):
         @functools.wraps(fn)
         def wrapper(*a, **k):
-            with self.__class__():
+            with self._fresh():
                 return fn(*a, **k)
 
         return wrapper
@@ -56,12 +62,36 @@ class enable_grad(_GradMode):
 
 
 class set_grad_enabled(_GradMode):
-    """``with mg.set_grad_enabled(False):`` — recording on or off, chosen by a value."""
+    """Recording on or off, chosen by a value, as PyTorch's: a plain call
+    ``mg.set_grad_enabled(False)`` switches this thread's recording until it is switched back;
+    ``with mg.set_grad_enabled(False):`` switches it for the block and puts the old mode back on
+    exit; ``@mg.set_grad_enabled(False)`` does so around each call of the function.
+
+    The call itself switches (so the plain call works), keeping the token that restores the mode
+    it replaced; the ``with`` block's exit spends that token, and a decorator spends it at once
+    (the decorated function switches on each call instead)."""
 
     def __new__(cls, mode: bool):
         self = object.__new__(cls)
         self._value = bool(mode)
+        self._pending = _state.set_grad(self._value)  # PyTorch's: the call switches, not __enter__
+        self._tokens = []
         return self
+
+    def __enter__(self):
+        token, self._pending = self._pending, None
+        new = _state.set_grad(self._value)  # again: a plain call may have switched since
+        self._tokens.append(token if token is not None else new)
+        return self
+
+    def _fresh(self):
+        return set_grad_enabled(self._value)
+
+    def __call__(self, fn):
+        if self._pending is not None:  # decorating: the mode before the call comes back now
+            _state.reset(self._pending)
+            self._pending = None
+        return super().__call__(fn)
 
 
 class inference_mode(_GradMode):

@@ -127,12 +127,17 @@ def test_values_and_gradients_match_torch(name, device):
             else:
                 ts.append(x)
         tout = op.torch(torch, *ts, **sample.kwargs)
-        np.testing.assert_allclose(out.detach().numpy(), tout.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
-        if not out.requires_grad:
+        outs, touts = (out, tout) if isinstance(out, (tuple, list)) else ((out,), (tout,))  # chunk, unbind: tuples
+        assert len(outs) == len(touts), (name, sample, len(outs), len(touts))
+        for o, t in zip(outs, touts, strict=True):
+            assert o.shape == tuple(t.shape), (name, sample, o.shape, tuple(t.shape))
+            np.testing.assert_allclose(o.detach().numpy(), t.detach().numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+        outs = [(o, t) for o, t in zip(outs, touts, strict=True) if o.requires_grad]
+        if not outs:
             continue
-        w = rng.standard_normal(out.shape)
-        (out * mg.tensor(w, device=device)).sum().backward()
-        (tout * torch.tensor(w)).sum().backward()
+        ws = [rng.standard_normal(o.shape) for o, _ in outs]
+        sum((o * mg.tensor(w, device=device)).sum() for (o, _), w in zip(outs, ws, strict=True)).backward()
+        sum((t * torch.tensor(w)).sum() for (_, t), w in zip(outs, ws, strict=True)).backward()
         for x, t in zip(xs, ts, strict=True):
             if isinstance(x, mg.Tensor) and x.requires_grad:
                 np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)

@@ -1,10 +1,11 @@
 """The dtype casts Tensor methods name after a dtype (``x.float()``, ``x.double()``, ``x.long()``):
-rows of one family, each ``astype`` to its dtype, no op of their own."""
+rows of one family, each ``astype`` to its dtype, no op of their own; and PyTorch's ``type_as``
+(``astype`` to another tensor's dtype)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ._registry import Family, row
+from ._registry import Family, Sample, composite, named, randn, row
 
 
 def _cast_fn(op, name, dtype):
@@ -24,3 +25,21 @@ CAST = Family("cast", _cast_fn, reads=("dtype",))  # Tensor's methods named afte
 float_ = row("float", family=CAST, dtype=np.float32, export=False)
 double = row("double", family=CAST, dtype=np.float64, export=False)
 long = row("long", family=CAST, dtype=np.int64, export=False)
+
+
+def _dtype_of(other, op):
+    dt = getattr(other, "dtype", None)
+    if dt is None:
+        raise TypeError(f"{op}: other must be a Tensor (or an array), got {type(other).__name__}")
+    return dt
+
+
+@composite("type_as", method="type_as", kind="cast", torch=lambda th, x, other: x.type_as(other),
+           samples=lambda rng: [Sample(randn(rng, 2, 3), randn(rng, 4), nondiff=(1,))])
+@named("type_as")
+def type_as(input, other):  # noqa: A002 - PyTorch's name
+    """PyTorch's ``type_as``: cast to ``other``'s dtype (``astype(other.dtype)``; the gradient is
+    cast back)."""
+    if not hasattr(input, "astype"):
+        raise TypeError(f"type_as: input must be a Tensor, got {type(input).__name__}")
+    return input.astype(_dtype_of(other, "type_as"))

@@ -17,7 +17,7 @@ from ._registry import randn as _r, Sample, composite, defop, named, public
 from .elementwise import where
 from .indexing import index_add
 from .reduce import normalize_axis, sum as _sum
-from .shape import broadcast_to, concatenate, permute, reshape, swapaxes
+from .shape import _dim_size, broadcast_to, concatenate, permute, reshape, swapaxes
 
 
 def _ax(axis, ndim, op):
@@ -53,6 +53,16 @@ def moveaxis(a, source, destination):
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)
     return permute(a, tuple(order))
+
+
+@composite("movedim", method="movedim",
+           samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1), Sample(_r(rng, 2, 3, 4), (0, 1), (2, 0))],
+           torch=lambda th, x, s, d: th.movedim(x, s, d))
+@named("movedim")
+def movedim(input, source, destination):  # noqa: A002 - PyTorch's name
+    """PyTorch's ``movedim``: ``moveaxis`` under PyTorch's name (dims moved to new positions, the
+    others keeping their order; a view)."""
+    return moveaxis(input, source, destination)
 
 
 @composite("rollaxis", numpy=(np.rollaxis,), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 2), Sample(_r(rng, 2, 3, 4), 0, 3)])
@@ -389,6 +399,47 @@ def vsplit(ary, indices_or_sections):
 def dsplit(ary, indices_or_sections):
     """``split`` along the third axis."""
     return _split(as_tensor(ary, "dsplit"), indices_or_sections, 2, "dsplit", True)
+
+
+def _chunk_bounds(n, chunks):
+    """PyTorch's chunk sizes: ``ceil(n / chunks)`` each, the last one shorter, so there may be
+    fewer than ``chunks``; an empty dim gives ``chunks`` empty chunks."""
+    size = -(-n // chunks)
+    if size == 0:
+        return [(0, 0)] * chunks
+    return [(lo, min(lo + size, n)) for lo in range(0, n, size)]
+
+
+@composite("chunk", method="chunk", torch=lambda th, x, chunks, dim=0: th.chunk(x, chunks, dim),
+           samples=lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 2, 6), 4, dim=1), Sample(_r(rng, 2, 3), 1, -1)])
+@named("chunk")
+def chunk(input, chunks, dim=0):  # noqa: A002
+    """PyTorch's ``chunk``: ``dim`` cut into pieces of ``ceil(size / chunks)`` (the last shorter;
+    there may be fewer than ``chunks``), a tuple of views. NumPy's ``array_split`` instead cuts
+    into exactly ``chunks`` pieces."""
+    x = as_tensor(input, "chunk")
+    if isinstance(chunks, (bool, np.bool_)) or not isinstance(chunks, numbers.Integral):
+        raise TypeError(f"chunk: chunks must be an int, got {type(chunks).__name__} {chunks!r}")
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be greater than 0, got {chunks} (shape {x.shape})")
+    if x.ndim == 0:
+        raise ValueError("chunk: a 0-d tensor cannot be chunked (shape ())")
+    d, _ = _dim_size(x, dim, "chunk")
+    pre = (slice(None),) * d
+    return tuple(x[pre + (slice(lo, hi),)] for lo, hi in _chunk_bounds(x.shape[d], int(chunks)))
+
+
+@composite("unbind", method="unbind", torch=lambda th, x, dim=0: th.unbind(x, dim),
+           samples=lambda rng: [Sample(_r(rng, 3, 2)), Sample(_r(rng, 2, 3, 2), dim=-2)])
+@named("unbind")
+def unbind(input, dim=0):  # noqa: A002
+    """PyTorch's ``unbind``: the slices along ``dim``, which is removed, as a tuple of views."""
+    x = as_tensor(input, "unbind")
+    if x.ndim == 0:
+        raise ValueError("unbind: a 0-d tensor has no dim to unbind (shape ())")
+    d, _ = _dim_size(x, dim, "unbind")
+    pre = (slice(None),) * d
+    return tuple(x[pre + (i, Ellipsis)] for i in range(x.shape[d]))
 
 
 # -- taking ---------------------------------------------------------------------------------------

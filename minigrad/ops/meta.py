@@ -1,11 +1,12 @@
 """NumPy's questions about an array (``np.shape``, ``np.ndim``, ``np.size``, ``np.result_type``),
 answered from a Tensor without recording, and the ``*_like`` factories, which return Tensors
-(constants: nothing flows back through them)."""
+(constants: nothing flows back through them); PyTorch's factories on a tensor (``x.new_zeros``,
+``new_ones``, ``new_full``, ``new_tensor``: its dtype and device) and ``is_tensor``."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..creation import as_tensor
+from ..creation import as_tensor, full, ones, tensor, zeros
 from ..engine import run_op
 from ..tensor import Tensor
 from ._registry import Family, composite, named, row
@@ -95,3 +96,63 @@ empty_like = row("empty_like", _like_fwd("empty"), family=LIKE, method=(), numpy
 full_like = row("full_like", _like_fwd("full"), family=LIKE, method=(), numpy=(np.full_like,),
                 doc="A Tensor of ``fill_value`` with ``a``'s shape and dtype (NumPy's "
                     "``full_like(a, fill_value, dtype=None, ...)``).")
+
+
+# -- PyTorch's factories on a tensor (x.new_zeros(...)) and torch.is_tensor ------------------------
+
+
+def _new(x, name, dtype, device):
+    x = as_tensor(x, name)
+    return x.dtype if dtype is None else dtype, x.device if device is None else device
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    return size
+
+
+@composite("new_zeros", method="new_zeros", kind="factory")
+@named("new_zeros")
+def new_zeros(input, *size, dtype=None, device=None, requires_grad=False):  # noqa: A002 - PyTorch's name
+    """PyTorch's ``x.new_zeros(size)``: zeros of ``size`` (ints, or one tuple) with ``x``'s dtype and
+    device unless ``dtype=`` / ``device=`` say otherwise; a new leaf (nothing flows back to ``x``)."""
+    dt, dev = _new(input, "new_zeros", dtype, device)
+    return zeros(*_size(size), dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+@composite("new_ones", method="new_ones", kind="factory")
+@named("new_ones")
+def new_ones(input, *size, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """PyTorch's ``x.new_ones(size)``: ones of ``size`` with ``x``'s dtype and device (a new leaf)."""
+    dt, dev = _new(input, "new_ones", dtype, device)
+    return ones(*_size(size), dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+@composite("new_full", method="new_full", kind="factory")
+@named("new_full")
+def new_full(input, size, fill_value, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """PyTorch's ``x.new_full(size, fill_value)``: ``fill_value`` cast to ``x``'s dtype, on its device
+    (a new leaf)."""
+    dt, dev = _new(input, "new_full", dtype, device)
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    return full(_size((size,)), fill_value, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+@composite("new_tensor", method="new_tensor", kind="factory")
+@named("new_tensor")
+def new_tensor(input, data, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    """PyTorch's ``x.new_tensor(data)``: a copy of ``data`` (a list, a number, an array or a Tensor,
+    detached) with ``x``'s dtype and device (a new leaf)."""
+    dt, dev = _new(input, "new_tensor", dtype, device)
+    if isinstance(data, Tensor):
+        data = data.detach()
+    return tensor(data, dtype=dt, device=dev, requires_grad=requires_grad)
+
+
+@composite("is_tensor", kind="query")
+def is_tensor(obj) -> bool:
+    """PyTorch's ``is_tensor``: whether ``obj`` is a minigrad tensor (dense, or sparse: ``mg.sparse``);
+    a NumPy array or a number is not."""
+    return isinstance(obj, Tensor) or type(obj).__module__.startswith("minigrad.sparse.")

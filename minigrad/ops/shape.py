@@ -412,3 +412,117 @@ def cpu(x):
 def cuda(x, device=None):
     """The tensor on a CUDA device (``cuda:0`` by default, or ``device`` as an int or string)."""
     return to(x, "cuda" if device is None else f"cuda:{device}" if isinstance(device, int) else device)
+
+
+# -- PyTorch's views: narrow, select, t, unflatten, and the *_as forms -------------------------------
+
+
+def _dim_size(x, dim, op):
+    """``dim`` normalised for ``x`` and that dim's length (an error naming ``op`` and the shape)."""
+    try:
+        d = _axis(dim, x.ndim, op)
+    except AxisError as e:
+        raise AxisError(f"{e} (shape {x.shape})") from None
+    return d, x.shape[d]
+
+
+def _int_arg(v, what, op):
+    if isinstance(v, Tensor) and v.ndim == 0 and v.dtype.kind in "iu":
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"{op}: {what} must be an int, got {type(v).__name__} {v!r}")
+    return int(v)
+
+
+@composite("narrow", method="narrow", torch=lambda th, x, dim, start, length: th.narrow(x, dim, start, length),
+           samples=lambda rng: [Sample(_r(rng, 4, 3), 0, 1, 2), Sample(_r(rng, 2, 5), -1, -3, 3)])
+@named("narrow")
+def narrow(input, dim, start, length):  # noqa: A002 - PyTorch's name
+    """PyTorch's ``narrow``: the ``length`` entries of ``dim`` from ``start`` (negative counts
+    from the end), a view."""
+    x = as_tensor(input, "narrow")
+    d, n = _dim_size(x, dim, "narrow")
+    start, length = _int_arg(start, "start", "narrow"), _int_arg(length, "length", "narrow")
+    if not -n <= start <= n:
+        raise IndexError(f"narrow: start {start} is out of range for dim {d} of size {n} (shape {x.shape})")
+    start = start + n if start < 0 else start
+    if length < 0 or start + length > n:
+        raise ValueError(f"narrow: start ({start}) + length ({length}) exceeds dim {d} of size {n} (shape {x.shape})")
+    return x[(slice(None),) * d + (slice(start, start + length),)]
+
+
+@composite("select", method="select", torch=lambda th, x, dim, index: th.select(x, dim, index),
+           samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 1, -1), Sample(_r(rng, 3), 0, 2)])
+@named("select")
+def select(input, dim, index):  # noqa: A002
+    """PyTorch's ``select``: the slice at ``index`` of ``dim``, which is removed (a view)."""
+    x = as_tensor(input, "select")
+    d, n = _dim_size(x, dim, "select")
+    i = _int_arg(index, "index", "select")
+    if not -n <= i < n:
+        raise IndexError(f"select: index {i} is out of range for dim {d} of size {n} (shape {x.shape})")
+    return x[(slice(None),) * d + (i + n if i < 0 else i, Ellipsis)]
+
+
+@composite("t", method="t", torch=lambda th, x: th.t(x),
+           samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 3)), Sample(np.asarray(rng.standard_normal()))])
+@named("t")
+def t(input):  # noqa: A002
+    """PyTorch's ``t``: a 2-D tensor transposed (a view); 0-D and 1-D ones as they are."""
+    x = as_tensor(input, "t")
+    if x.ndim > 2:
+        raise ValueError(f"t: expects a tensor of at most 2 dims, got shape {x.shape} (use transpose(0, 1) or permute)")
+    return permute(x, (1, 0)) if x.ndim == 2 else x
+
+
+@composite("unflatten", method="unflatten", torch=lambda th, x, dim, sizes: th.unflatten(x, dim, sizes),
+           samples=lambda rng: [Sample(_r(rng, 2, 12), 1, (3, -1)), Sample(_r(rng, 6, 2), 0, (2, 3))])
+@named("unflatten")
+def unflatten(input, dim, sizes):  # noqa: A002
+    """PyTorch's ``unflatten``: ``dim`` split into ``sizes`` (one may be -1), ``flatten``'s inverse."""
+    x = as_tensor(input, "unflatten")
+    d, n = _dim_size(x, dim, "unflatten")
+    sizes = _shape_args((tuple(sizes),) if isinstance(sizes, (tuple, list)) else (sizes,), "unflatten")
+    if not sizes:
+        raise ValueError(f"unflatten: sizes must not be empty (dim {d} of shape {x.shape})")
+    known = int(np.prod([s for s in sizes if s != -1]))
+    if sizes.count(-1) > 1 or any(s < -1 for s in sizes) or \
+            (n != known if -1 not in sizes else (known == 0 or n % known)):
+        raise ValueError(f"unflatten: sizes {sizes} do not multiply to the size {n} of dim {d} (shape {x.shape})")
+    sizes = tuple(n // known if s == -1 else s for s in sizes)
+    return reshape(x, x.shape[:d] + sizes + x.shape[d + 1:])
+
+
+def _shape_of(other, op):
+    if isinstance(other, Tensor) or hasattr(other, "shape"):
+        return tuple(other.shape)
+    raise TypeError(f"{op}: other must be a Tensor, got {type(other).__name__}")
+
+
+@composite("expand_as", method="expand_as", torch=lambda th, x, other: x.expand_as(other),
+           samples=lambda rng: [Sample(_r(rng, 3, 1), _r(rng, 2, 3, 4), nondiff=(1,))])
+@named("expand_as")
+def expand_as(input, other):  # noqa: A002
+    """``expand(*other.shape)``: broadcast to ``other``'s shape (a read-only view)."""
+    x = as_tensor(input, "expand_as")
+    shape = _shape_of(other, "expand_as")
+    try:
+        return expand(x, *shape)
+    except ValueError:
+        raise ValueError(f"expand_as: cannot expand shape {x.shape} to other's shape {shape}") from None
+
+
+@composite("view_as", method="view_as", torch=lambda th, x, other: x.view_as(other),
+           samples=lambda rng: [Sample(_r(rng, 2, 6), _r(rng, 3, 4), nondiff=(1,))])
+@named("view_as")
+def view_as(input, other):  # noqa: A002
+    """``view(other.shape)``: the same storage in ``other``'s shape (an error where that needs a copy)."""
+    return _do_reshape("view", as_tensor(input, "view_as"), (_shape_of(other, "view_as"),))
+
+
+@composite("reshape_as", method="reshape_as", torch=lambda th, x, other: x.reshape_as(other),
+           samples=lambda rng: [Sample(_r(rng, 2, 6), _r(rng, 3, 4), nondiff=(1,))])
+@named("reshape_as")
+def reshape_as(input, other):  # noqa: A002
+    """``reshape(other.shape)``: a view where the layout allows, else a copy."""
+    return _do_reshape("reshape", as_tensor(input, "reshape_as"), (_shape_of(other, "reshape_as"),))
