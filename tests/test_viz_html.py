@@ -1,8 +1,9 @@
 """mg.viz.html: the graph page. The page's data and file in Python, then the page itself in a
 real browser (headless Chromium driven by Playwright): it renders without script errors,
 clicking a box shows its details, the search finds an op, modules open, the wheel zooms,
-dragging pans, and the 10,000-op page loads. The browser tests write the screenshots in
-docs/img/ that docs/viz.md shows.
+dragging pans, and the 10,000-op page loads. The browser tests take the screenshots docs/viz.md
+shows; they write them into docs/img/ only when MINIGRAD_WRITE_SCREENSHOTS=1 (a test run leaves
+the clone as it found it), elsewhere into the test's temporary folder.
 
 Without Chromium or Playwright the browser tests skip, saying why; under CI (CI set) they
 must run, so there a missing browser is a failure (scripts/install-system-deps.sh installs
@@ -27,6 +28,11 @@ import minigrad as mg
 
 ROOT = Path(__file__).resolve().parents[1]
 IMG = ROOT / "docs" / "img"
+
+
+def _shots(tmp_path):
+    """Where the browser tests save their screenshots: docs/img/ when asked to refresh them."""
+    return IMG if os.environ.get("MINIGRAD_WRITE_SCREENSHOTS") == "1" else tmp_path
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -420,8 +426,8 @@ def test_mlp_step_page_in_a_browser(browser, tmp_path):
     page.fill("#search", "")
     page.locator("g.node", has_text="cross_entropy").click()
     page.click("#fit")
-    IMG.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(IMG / "graph-page-mlp.png"))
+    _shots(tmp_path).mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(_shots(tmp_path) / "graph-page-mlp.png"))
     assert not errors
     page.close()
 
@@ -463,6 +469,6 @@ def test_10000_op_page_loads_in_a_browser(browser, tmp_path):
     assert page.text_content("#detail-name") == "tanh" and time.perf_counter() - t < 10
     assert int(page.text_content("#count").split()[0]) == 2500
     page.fill("#search", "")
-    page.screenshot(path=str(IMG / "graph-page-10k.png"))
+    page.screenshot(path=str(_shots(tmp_path) / "graph-page-10k.png"))
     assert not errors
     page.close()
