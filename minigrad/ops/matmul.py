@@ -93,13 +93,80 @@ def _shape(v):
 
 
 
-@composite("outer", samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal(4))], numpy=(np.outer,))
+@composite("outer", samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal(4))], numpy=(np.outer,),
+           method="outer", torch=lambda th, a, b: th.outer(a, b))
 @named("outer")
 def outer(a, b):
     """Outer product of two vectors (flattened first, as NumPy does)."""
     a = a if isinstance(a, Tensor) else Tensor(a)
     b = b if isinstance(b, Tensor) else Tensor(b)
     return a.reshape(-1, 1) * b.reshape(1, -1)
+
+
+# -- PyTorch's products of fixed ranks: mm, bmm, mv, addmm (matmul after a check of the ranks) ---------
+
+
+def _ranked(name, a, b, ra, rb, what):
+    a, b = _as(a), _as(b)
+    if a.ndim != ra or b.ndim != rb:
+        raise ValueError(f"{name}: expected {what}, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    if ra == 3 and a.shape[0] != b.shape[0]:
+        raise ValueError(f"{name}: batch sizes differ: shapes {tuple(a.shape)} and {tuple(b.shape)}")
+    ka, kb = a.shape[-1], b.shape[-2] if rb >= 2 else b.shape[0]
+    if ka != kb:
+        raise ValueError(f"{name}: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be multiplied ({ka} != {kb})")
+    return matmul(a, b)
+
+
+def _as(v):
+    return v if isinstance(v, Tensor) else Tensor(v)
+
+
+@composite("mm", method="mm", samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal((4, 2)))],
+           torch=lambda th, a, b: th.mm(a, b))
+@named("mm")
+def mm(input, mat2):  # noqa: A002 - PyTorch's name
+    """PyTorch's ``mm``: the product of two matrices (2-D only, no broadcasting)."""
+    return _ranked("mm", input, mat2, 2, 2, "two 2-D matrices")
+
+
+@composite("bmm", method="bmm", samples=lambda rng: [Sample(rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5)))],
+           torch=lambda th, a, b: th.bmm(a, b))
+@named("bmm")
+def bmm(input, mat2):  # noqa: A002
+    """PyTorch's ``bmm``: batched matrix products of (b, n, m) and (b, m, p) (no broadcasting)."""
+    return _ranked("bmm", input, mat2, 3, 3, "two 3-D batches of matrices")
+
+
+@composite("mv", method="mv", samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4))],
+           torch=lambda th, a, b: th.mv(a, b))
+@named("mv")
+def mv(input, vec):  # noqa: A002
+    """PyTorch's ``mv``: a matrix times a vector."""
+    return _ranked("mv", input, vec, 2, 1, "a 2-D matrix and a 1-D vector")
+
+
+@composite("addmm", method="addmm", samples=lambda rng: [
+    Sample(rng.standard_normal((3, 2)), rng.standard_normal((3, 4)), rng.standard_normal((4, 2))),
+    Sample(rng.standard_normal(2), rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), beta=0.5, alpha=2.0)],
+    torch=lambda th, x, a, b, beta=1, alpha=1: th.addmm(x, a, b, beta=beta, alpha=alpha))
+@named("addmm")
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """PyTorch's ``addmm``: ``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the
+    product's shape; with ``beta=0`` input is ignored (its NaNs do not reach the result)."""
+    prod = _ranked("addmm", mat1, mat2, 2, 2, "mat1 and mat2 2-D")
+    x = _as(input)
+    try:
+        ok = np.broadcast_shapes(tuple(x.shape), tuple(prod.shape)) == tuple(prod.shape)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"addmm: input of shape {tuple(x.shape)} does not broadcast to the product's "
+                         f"shape {tuple(prod.shape)}")
+    prod = prod if alpha == 1 else prod * alpha
+    if beta == 0:
+        return prod
+    return prod + (x if beta == 1 else x * beta)
 
 
 # -- linear: x @ w.T + b as one op (the layer every MLP runs) ---------------------------------
