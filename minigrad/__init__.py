@@ -16,8 +16,8 @@ import numpy as _np
 from . import autograd, func, ops
 from .backend import get_default_device, set_default_device
 from .creation import (
-    arange, empty, eye, from_dlpack, from_numpy, full, full_like, linspace, manual_seed, ones, ones_like, rand, rand_like,
-    randint, randn, randn_like, randperm, tensor, zeros, zeros_like,
+    arange, empty, eye, from_dlpack, from_numpy, full, full_like, linspace, logspace, manual_seed, ones, ones_like, rand, rand_like,
+    randint, randn, randn_like, randperm, tensor, tril_indices, triu_indices, zeros, zeros_like,
 )
 from .backward import grad
 from .anomaly import AnomalyError
@@ -57,7 +57,7 @@ bool = _np.bool_  # noqa: A001
 __version__ = "0.1.0"
 
 __all__ = sorted(
-    ["Tensor", "tensor", "zeros", "ones", "full", "full_like", "empty", "arange", "linspace", "eye", "zeros_like",
+    ["Tensor", "tensor", "zeros", "ones", "full", "full_like", "empty", "arange", "linspace", "logspace", "triu_indices", "tril_indices", "eye", "zeros_like",
      "ones_like", "rand", "randn", "randint", "rand_like", "randn_like", "randperm", "inference_mode", "from_numpy", "from_dlpack", "manual_seed", "set_default_dtype", "get_default_dtype",
      "set_default_device", "get_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
      "grad", "gradcheck", "gradgradcheck", "compile", "CompileError", "AnomalyError", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",

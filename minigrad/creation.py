@@ -222,9 +222,58 @@ def arange(start, stop=None, step=1, dtype=None, device=None, requires_grad=Fals
     return _finish(np.arange, (start, stop, step, np.dtype(dtype)), requires_grad, device)
 
 
-def linspace(start, stop, num=50, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """``num`` evenly spaced values from start to stop inclusive."""
+def linspace(start, stop=None, num=50, dtype=None, device=None, requires_grad=False, *, end=None, steps=None) -> Tensor:
+    """``num`` evenly spaced values from start to stop inclusive; PyTorch's spelling
+    ``linspace(start, end, steps)`` (``end=``, ``steps=`` keywords) gives the same values."""
+    if end is not None:
+        if stop is not None:
+            raise TypeError("linspace: got both stop and its alias end=; give one")
+        stop = end
+    if steps is not None:
+        if num != 50:
+            raise TypeError("linspace: got both num and its alias steps=; give one")
+        num = steps
+    if stop is None:
+        raise TypeError("linspace: missing the end value (stop, or end=)")
     return _finish(np.linspace, (start, stop, num, True, False, _dt(dtype)), requires_grad, device)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """PyTorch's ``logspace``: ``steps`` values ``base ** linspace(start, end, steps)``.
+
+    >>> mg.logspace(0, 2, 3)
+    tensor([  1.,  10., 100.])
+    """
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
+        raise ValueError(f"logspace: steps must be an int >= 0, got {steps!r}")
+    return _finish(np.logspace, (start, end, int(steps), True, base, _dt(dtype)), requires_grad, device)
+
+
+def _tri_indices(op, row, col, offset, dtype, device):
+    for name, v in (("row", row), ("col", col), ("offset", offset)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise TypeError(f"{op}: {name} must be an int, got {v!r}")
+    if row < 0 or col < 0:
+        raise ValueError(f"{op}: row and col must be >= 0, got {row} and {col}")
+    make = np.tril_indices if op == "tril_indices" else np.triu_indices
+    return _finish(lambda: np.stack(make(int(row), int(offset), int(col))).astype(np.dtype(dtype)), (), False, device)
+
+
+def triu_indices(row, col, offset=0, dtype=np.int64, device=None) -> Tensor:
+    """PyTorch's ``triu_indices``: the (2, N) int64 row and column indices of the upper triangle
+    (on and above diagonal ``offset``) of a row x col matrix, in row-major order.
+
+    >>> mg.triu_indices(2, 2)
+    tensor([[0, 0, 1],
+            [0, 1, 1]])
+    """
+    return _tri_indices("triu_indices", row, col, offset, dtype, device)
+
+
+def tril_indices(row, col, offset=0, dtype=np.int64, device=None) -> Tensor:
+    """PyTorch's ``tril_indices``: the (2, N) int64 row and column indices of the lower triangle
+    (on and below diagonal ``offset``) of a row x col matrix, in row-major order."""
+    return _tri_indices("tril_indices", row, col, offset, dtype, device)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False) -> Tensor:
