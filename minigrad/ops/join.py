@@ -575,3 +575,47 @@ def triu(m, k=0):
     """The upper triangle (on and above the ``k``-th diagonal) of the last two axes; zeros elsewhere,
     with no gradient there."""
     return _triangle(m, k, False, "triu")
+
+
+# -- PyTorch's diag_embed and repeat_interleave ------------------------------------------------------
+
+
+@composite("diag_embed", method="diag_embed", samples=lambda rng: [
+    Sample(_r(rng, 3)), Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), -1, 0, 2), Sample(_r(rng, 2, 3), 0, -1, 0)],
+    torch=lambda th, x, offset=0, dim1=-2, dim2=-1: th.diag_embed(x, offset, dim1, dim2))
+@named("diag_embed")
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002 - PyTorch's names
+    """PyTorch's ``diag_embed``: the last dim of ``input`` on the ``offset``-th diagonal of new
+    square planes in dims ``dim1`` (rows) and ``dim2`` (columns) of the result, zeros elsewhere
+    (one more dim than ``input``)."""
+    x = as_tensor(input, "diag_embed")
+    if x.ndim == 0:
+        raise ValueError("diag_embed: input must have at least 1 dim, got a 0-d tensor")
+    nd = x.ndim + 1
+    d1, d2 = _ax(dim1, nd, "diag_embed"), _ax(dim2, nd, "diag_embed")
+    if d1 == d2:
+        raise ValueError(f"diag_embed: dim1 and dim2 must differ, got {dim1} and {dim2}")
+    k = x.shape[-1]
+    n = k + abs(offset)
+    batch = x.shape[:-1]
+    b = int(np.prod(batch, dtype=np.int64))
+    i = np.arange(k)
+    out = index_add((b, n, n), (np.arange(b)[:, None], (i + max(-offset, 0))[None, :], (i + max(offset, 0))[None, :]),
+                    reshape(x, (b, k)))
+    out = reshape(out, batch + (n, n))
+    return moveaxis(out, (nd - 2, nd - 1), (d1, d2))
+
+
+@composite("repeat_interleave", method="repeat_interleave", samples=lambda rng: [
+    Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), np.array([1, 0, 2]), dim=1), Sample(_r(rng, 2, 3), 3, dim=0)],
+    torch=lambda th, x, repeats, dim=None: th.repeat_interleave(x, repeats, dim))
+@named("repeat_interleave")
+def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A002
+    """PyTorch's ``repeat_interleave``: each element repeated ``repeats`` times (an int, or one
+    count per element along ``dim``); the flattened input when ``dim`` is None. NumPy's ``repeat``
+    with PyTorch's names."""
+    out = repeat(input, repeats, axis=dim)
+    if output_size is not None and out.shape[0 if dim is None else dim] != output_size:
+        raise ValueError(f"repeat_interleave: output_size={output_size} but the result has "
+                         f"{out.shape[0 if dim is None else dim]} along dim {dim}")
+    return out
