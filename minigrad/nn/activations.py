@@ -1,6 +1,7 @@
 """Activations, functional form: ``relu``, ``tanh``, ``sigmoid`` (the ops ``mg.relu``, ``mg.tanh``,
 ``mg.sigmoid`` themselves), ``leaky_relu``, ``elu``, ``softplus``, ``gelu`` (exact or tanh),
-``silu``, ``softmax`` and ``log_softmax`` (their layers are in ``layers_activation.py``).
+``silu``, ``softmax``, ``log_softmax``, ``mish``, ``hardtanh``, ``logsigmoid``, ``softmin`` and ``glu``
+(their layers are in ``layers_activation.py``).
 
 ``gelu`` (exact) is ``x * Phi(x)`` with ``Phi`` the normal CDF: an op (``normal_cdf``) computed
 from a Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose

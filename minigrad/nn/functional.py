@@ -1,6 +1,8 @@
 """``mg.nn.functional``: the functions of ``mg.nn`` in one namespace (PyTorch's names and arguments).
 
-Written here: ``linear``, ``dropout``, ``layer_norm``, ``embedding``. Gathered from the files that
+Written here: ``linear``, ``dropout``, ``layer_norm``, ``embedding``, and PyTorch's ``normalize``,
+``cosine_similarity``, ``group_norm``, ``rms_norm`` and ``scaled_dot_product_attention`` (composites
+of recorded ops). Gathered from the files that
 write them: the activations (``activations.py``), ``conv1d``, ``conv2d`` and ``batch_norm``
 (``conv.py``), ``pad`` (``padding.py``), the poolings (``pool.py``) and the losses and ``one_hot``
 (``losses.py``). The layers (``layers*.py``) call them through this namespace.
@@ -125,7 +127,9 @@ def embedding(indices, weight):
 # -- PyTorch's further normalisations, distances and attention -------------------------------------
 
 from .activations import glu, hardtanh, logsigmoid, mish, softmin  # noqa: E402
-from .losses import cosine_embedding_loss, margin_ranking_loss, triplet_margin_loss  # noqa: E402
+from .losses import (  # noqa: E402
+    _vector_norm, cosine_embedding_loss, margin_ranking_loss, pairwise_distance, triplet_margin_loss,
+)
 from ..ops import elementwise as _ew  # noqa: E402
 
 __all__ += [
@@ -133,20 +137,6 @@ __all__ += [
     "glu", "mish", "hardtanh", "logsigmoid", "softmin",
     "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
 ]
-
-
-def _vector_norm(x, p, dim, keepdim):
-    """The ``p``-norm of ``x`` along ``dim`` (an int or a tuple), PyTorch's ``linalg.vector_norm``."""
-    p = float(p)
-    if p == 2.0:
-        return (x * x).sum(axis=dim, keepdims=keepdim).sqrt()
-    if p == 1.0:
-        return x.abs().sum(axis=dim, keepdims=keepdim)
-    if p == math.inf:
-        return x.abs().max(axis=dim, keepdims=keepdim)
-    if p <= 0:
-        raise ValueError(f"norm: p must be positive (or inf), got {p}")
-    return (x.abs() ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa: A002
@@ -172,17 +162,6 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     n1 = _vector_norm(x1, 2.0, dim, True).clamp(eps, None)
     n2 = _vector_norm(x2, 2.0, dim, True).clamp(eps, None)
     return ((x1 / n1) * (x2 / n2)).sum(axis=dim)
-
-
-def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
-    """``||x1 - x2 + eps||_p`` along the last dim, PyTorch's ``F.pairwise_distance``.
-
-    >>> round(F.pairwise_distance(mg.tensor([[0.0, 0.0]]), mg.tensor([[3.0, 4.0]])).item(), 4)
-    5.0
-    """
-    x1, x2 = as_tensor(x1, "pairwise_distance"), as_tensor(x2, "pairwise_distance")
-    d = x1 - x2 + eps
-    return _vector_norm(d, p, d.ndim - 1 if d.ndim else None, keepdim)
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002

@@ -1,5 +1,5 @@
-"""The containers (``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``) and the basic
-layers of ``mg.nn``.
+"""The containers (``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``) and
+the basic layers of ``mg.nn`` (with ``Unflatten``, ``GroupNorm``, ``RMSNorm``, ``ZeroPad2d``, ``PixelShuffle``).
 
 Every constructor checks its sizes (positive ints), with a ValueError naming the layer and
 the argument. The activations are in ``layers_activation.py``; convolution, pooling and batch

@@ -1,5 +1,6 @@
 """The activation layers of ``mg.nn``: ``ReLU``, ``Tanh``, ``Sigmoid``, ``LeakyReLU``, ``ELU``,
-``Softplus``, ``GELU``, ``SiLU``, ``Softmax`` (PyTorch's names and arguments). Each calls its
+``Softplus``, ``GELU``, ``SiLU``, ``Softmax``, ``LogSoftmax``, ``Mish``, ``Hardtanh`` (PyTorch's names and
+arguments). Each calls its
 function in ``mg.nn.functional`` (written in ``activations.py``).
 
 >>> model = mg.nn.Sequential(mg.nn.Linear(4, 8), mg.nn.GELU(), mg.nn.Linear(8, 2), mg.nn.Softmax(dim=-1))

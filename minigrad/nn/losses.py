@@ -1,8 +1,10 @@
 """Losses, PyTorch's names, arguments and numbers: functions (``F.cross_entropy``, ``F.nll_loss``,
 ``F.mse_loss``, ``F.l1_loss``, ``F.binary_cross_entropy``, ``F.binary_cross_entropy_with_logits``,
-``F.huber_loss``, ``F.smooth_l1_loss``, ``F.kl_div``, ``F.one_hot``) and modules
+``F.huber_loss``, ``F.smooth_l1_loss``, ``F.kl_div``, ``F.one_hot``, ``F.cosine_embedding_loss``,
+``F.margin_ranking_loss``, ``F.triplet_margin_loss`` with the ``F.pairwise_distance`` it uses) and modules
 (``nn.CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``BCELoss``, ``BCEWithLogitsLoss``,
-``HuberLoss``, ``SmoothL1Loss``, ``KLDivLoss``).
+``HuberLoss``, ``SmoothL1Loss``, ``KLDivLoss``, ``CosineEmbeddingLoss``, ``MarginRankingLoss``,
+``TripletMarginLoss``).
 
 >>> loss_fn = mg.nn.CrossEntropyLoss(label_smoothing=0.1)
 >>> loss = loss_fn(model(x), y)          # y: class indices, or class probabilities
@@ -589,7 +591,7 @@ class KLDivLoss(_Loss):
 
 # -- PyTorch's embedding and ranking losses: cosine_embedding_loss, margin_ranking_loss, triplet_margin_loss --
 
-__all__ += ["cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
+__all__ += ["pairwise_distance", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
             "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss"]
 
 
@@ -597,6 +599,31 @@ def _sign_target(target, x, op):
     """A +1/-1 target as a Tensor of ``x``'s dtype (a constant unless it is a Tensor already)."""
     t = target if isinstance(target, Tensor) else Tensor(np.asarray(target), device=x.device)
     return t if t.dtype == x.dtype else t.astype(x.dtype)
+
+
+def _vector_norm(x, p, dim, keepdim):
+    """The ``p``-norm of ``x`` along ``dim`` (an int or a tuple), PyTorch's ``linalg.vector_norm``."""
+    p = float(p)
+    if p == 2.0:
+        return (x * x).sum(axis=dim, keepdims=keepdim).sqrt()
+    if p == 1.0:
+        return x.abs().sum(axis=dim, keepdims=keepdim)
+    if p == float("inf"):
+        return x.abs().max(axis=dim, keepdims=keepdim)
+    if p <= 0:
+        raise ValueError(f"norm: p must be positive (or inf), got {p}")
+    return (x.abs() ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """``||x1 - x2 + eps||_p`` along the last dim, PyTorch's ``F.pairwise_distance``.
+
+    >>> round(F.pairwise_distance(mg.tensor([[0.0, 0.0]]), mg.tensor([[3.0, 4.0]])).item(), 4)
+    5.0
+    """
+    x1, x2 = as_tensor(x1, "pairwise_distance"), as_tensor(x2, "pairwise_distance")
+    d = x1 - x2 + eps
+    return _vector_norm(d, p, d.ndim - 1 if d.ndim else None, keepdim)
 
 
 def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction: str = "mean"):
@@ -642,8 +669,6 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
                         eps: float = 1e-6, swap: bool = False, reduction: str = "mean"):
     """``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the pairwise p-distance (``swap``: ``d(a, n)``
     is replaced by ``d(p, n)`` where that is smaller); PyTorch's ``F.triplet_margin_loss``."""
-    from .functional import pairwise_distance  # noqa: PLC0415 - functional imports this module
-
     _check_reduction(reduction, "triplet_margin_loss")
     a = as_tensor(anchor, "triplet_margin_loss")
     pos, neg = as_tensor(positive, "triplet_margin_loss"), as_tensor(negative, "triplet_margin_loss")
