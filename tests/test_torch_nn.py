@@ -239,3 +239,46 @@ def test_parameter_dict():
 def test_gradcheck_second_order(fn, shapes):
     xs = [mg.tensor(_r(*s, seed=i), requires_grad=True) for i, s in enumerate(shapes)]
     assert mg.gradcheck(fn, xs, modes=("rev", "fwd"), order=2)
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0, 1.0])
+def test_zero_vectors_have_torchs_gradients(p):
+    a, b = _r(3, 4, seed=2), _r(3, 4, seed=3)
+    a[1] = 0.0
+    _compare(lambda x: F.normalize(x, p=p), lambda x: TF.normalize(x, p=p), [a])
+    _compare(lambda x, y: F.cosine_similarity(x, y), lambda x, y: TF.cosine_similarity(x, y), [a, b])
+    b2 = a.copy()
+    b2[0] += 1e-6  # x1 - x2 + eps is exactly zero in places
+    _compare(lambda x, y: F.pairwise_distance(x, y, p=p, eps=0.0), lambda x, y: TF.pairwise_distance(x, y, p=p, eps=0.0),
+             [a, b2])
+
+
+def test_hardtanh_boundaries_have_zero_gradient():
+    x = np.array([-1.0, 1.0, -2.0, 0.3, 2.0, -0.5, 0.5])
+    _compare(F.hardtanh, TF.hardtanh, [x])
+    _compare(lambda t: F.hardtanh(t, -0.5, 0.5), lambda t: TF.hardtanh(t, -0.5, 0.5), [x])
+
+
+def test_implicit_dim_warns_like_torch():
+    x = _r(3, 4)
+    with pytest.warns(UserWarning, match="implicit dim"):
+        out = nn.LogSoftmax()(mg.tensor(x))
+    with pytest.warns(UserWarning):
+        ref = torch.nn.LogSoftmax()(torch.tensor(x))
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), **TOL)
+    with pytest.warns(UserWarning, match="implicit dim"):
+        out = F.softmin(mg.tensor(x))
+    with pytest.warns(UserWarning):
+        ref = TF.softmin(torch.tensor(x))
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), **TOL)
+
+
+def test_sdpa_dropout_and_errors():
+    q = mg.tensor(_r(2, 4, 3))
+    mg.manual_seed(0)
+    out = F.scaled_dot_product_attention(q, q, q, dropout_p=1.0)
+    assert np.all(out.numpy() == 0.0)
+    with pytest.raises(ValueError, match="not both"):
+        F.scaled_dot_product_attention(q, q, q, attn_mask=mg.ones(4, 4, dtype=mg.bool_), is_causal=True)
+    with pytest.raises(ValueError, match="do not fit"):
+        F.scaled_dot_product_attention(q, mg.tensor(_r(2, 4, 5)), q)

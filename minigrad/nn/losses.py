@@ -602,17 +602,22 @@ def _sign_target(target, x, op):
 
 
 def _vector_norm(x, p, dim, keepdim):
-    """The ``p``-norm of ``x`` along ``dim`` (an int or a tuple), PyTorch's ``linalg.vector_norm``."""
+    """The ``p``-norm of ``x`` along ``dim`` (an int or a tuple), PyTorch's ``linalg.vector_norm``.
+
+    A zero vector has norm 0 and gradient 0 there (PyTorch's subgradient): the root is taken of
+    ``where(s > 0, s, 1)``, so no ``0 * inf`` turns the gradient into NaN."""
     p = float(p)
-    if p == 2.0:
-        return (x * x).sum(axis=dim, keepdims=keepdim).sqrt()
     if p == 1.0:
         return x.abs().sum(axis=dim, keepdims=keepdim)
     if p == float("inf"):
         return x.abs().max(axis=dim, keepdims=keepdim)
     if p <= 0:
         raise ValueError(f"norm: p must be positive (or inf), got {p}")
-    return (x.abs() ** p).sum(axis=dim, keepdims=keepdim) ** (1.0 / p)
+    s = (x * x).sum(axis=dim, keepdims=keepdim) if p == 2.0 else (x.abs() ** p).sum(axis=dim, keepdims=keepdim)
+    pos = s > 0
+    safe = _ew.where(pos, s, 1.0)
+    root = safe.sqrt() if p == 2.0 else safe ** (1.0 / p)
+    return _ew.where(pos, root, 0.0)
 
 
 def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
