@@ -180,7 +180,7 @@ def _layer_pair(layer, tlayer, x):
     lambda m: m.Hardtanh(-2.0, 0.5), lambda m: m.Unflatten(1, (2, 3)), lambda m: m.Unflatten(-1, (-1, 2)),
     lambda m: m.GroupNorm(3, 6), lambda m: m.GroupNorm(2, 6, eps=1e-3, affine=False),
     lambda m: m.RMSNorm(4), lambda m: m.RMSNorm((5, 4), eps=1e-4), lambda m: m.RMSNorm(4, elementwise_affine=False),
-    lambda m: m.ZeroPad2d(2), lambda m: m.ZeroPad2d((1, 0, 2, 3)), lambda m: m.PixelShuffle(1),
+    lambda m: m.ZeroPad2d(2), lambda m: m.ZeroPad2d((1, 0, 2, 3)), lambda m: m.ZeroPad2d((-1, 2, 0, -2)), lambda m: m.PixelShuffle(1),
 ])
 def test_layers_against_torch(make):
     x = _r(2, 6, 5, 4) * 2

@@ -521,8 +521,8 @@ class RMSNorm(Module):
 
 
 class ZeroPad2d(Module):
-    """Pads the last two dims with zeros: ``padding`` an int or (left, right, top, bottom);
-    PyTorch's ``nn.ZeroPad2d``."""
+    """Pads the last two dims with zeros: ``padding`` an int or (left, right, top, bottom), a
+    negative side cropping instead; PyTorch's ``nn.ZeroPad2d``."""
 
     def __init__(self, padding):
         super().__init__()
@@ -534,7 +534,11 @@ class ZeroPad2d(Module):
         self.padding = padding
 
     def forward(self, x):
-        return F.pad(x, self.padding, "constant", 0.0)
+        left, right, top, bottom = self.padding
+        if min(self.padding) < 0:  # a negative side crops, as in PyTorch
+            h, w = x.shape[-2], x.shape[-1]
+            x = x[..., max(-top, 0):h - max(-bottom, 0), max(-left, 0):w - max(-right, 0)]
+        return F.pad(x, tuple(max(p, 0) for p in self.padding), "constant", 0.0)
 
     def extra_repr(self):
         return f"{self.padding}"
