@@ -13,15 +13,18 @@ from . import functional, init, utils
 from .module import Module, Parameter, StateDictError  # module.py: Module, Parameter, state dicts
 from .layers import (  # layers.py: the containers and the basic layers
     Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ModuleDict, ModuleList, ParameterList, Sequential,
+    GroupNorm, ParameterDict, PixelShuffle, RMSNorm, Unflatten, ZeroPad2d,
 )
 from .layers_activation import (  # layers_activation.py: the activation layers (their functions: activations.py)
     ELU, GELU, LeakyReLU, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh,
+    Hardtanh, LogSoftmax, Mish,
 )
 from .layers_conv import (  # layers_conv.py: convolution, pooling and batch norm layers
     AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d,
 )
 from .losses import (  # losses.py: the loss modules (their functions are in functional)
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
+    CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss,
 )
 
 __all__ = [
@@ -32,4 +35,6 @@ __all__ = [
     "KLDivLoss",
     "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
     "BatchNorm2d", "GELU", "SiLU", "Softmax", "utils",
+    "LogSoftmax", "Mish", "Hardtanh", "Unflatten", "ParameterDict", "GroupNorm", "RMSNorm", "ZeroPad2d",
+    "PixelShuffle", "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
 ]

@@ -1,6 +1,7 @@
 """Activations, functional form: ``relu``, ``tanh``, ``sigmoid`` (the ops ``mg.relu``, ``mg.tanh``,
 ``mg.sigmoid`` themselves), ``leaky_relu``, ``elu``, ``softplus``, ``gelu`` (exact or tanh),
-``silu``, ``softmax`` and ``log_softmax`` (their layers are in ``layers_activation.py``).
+``silu``, ``softmax``, ``log_softmax``, ``mish``, ``hardtanh``, ``logsigmoid``, ``softmin`` and ``glu``
+(their layers are in ``layers_activation.py``).
 
 ``gelu`` (exact) is ``x * Phi(x)`` with ``Phi`` the normal CDF: an op (``normal_cdf``) computed
 from a Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose
@@ -182,3 +183,72 @@ def silu(x):
     """``x * sigmoid(x)`` (swish), PyTorch's ``F.silu``."""
     x = as_tensor(x, "silu")
     return x * x.sigmoid()
+
+
+# -- PyTorch's further activations: mish, hardtanh, logsigmoid, softmin, glu --------------------------------
+
+__all__ += ["mish", "hardtanh", "logsigmoid", "softmin", "glu"]
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``, PyTorch's ``F.mish`` (softplus linear above 20, no overflow).
+
+    >>> round(F.mish(mg.tensor([1.0], dtype="float64")).item(), 6)
+    0.865098
+    """
+    x = as_tensor(x, "mish")
+    return x * softplus(x).tanh()
+
+
+def hardtanh(x, min_val: float = -1.0, max_val: float = 1.0):
+    """``x`` clipped to ``[min_val, max_val]``, PyTorch's ``F.hardtanh`` (gradient 1 strictly inside).
+
+    >>> F.hardtanh(mg.tensor([-2.0, 0.5, 3.0])).tolist()
+    [-1.0, 0.5, 1.0]
+    """
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
+    x = as_tensor(x, "hardtanh")
+    inside = (x > min_val) & (x < max_val)
+    return _ew.where(inside, x, x.clamp(min_val, max_val).detach())  # constant outside: gradient 0 there
+
+
+def logsigmoid(x):
+    """``log(sigmoid(x))`` computed as ``min(x, 0) - log1p(exp(-|x|))`` (stable for any x);
+    PyTorch's ``F.logsigmoid``.
+
+    >>> round(F.logsigmoid(mg.tensor([0.0], dtype="float64")).item(), 6)
+    -0.693147
+    """
+    x = as_tensor(x, "logsigmoid")
+    neg = x < 0
+    return _ew.where(neg, x, 0.0) - _ew.where(neg, x, -x).exp().log1p()
+
+
+def softmin(x, dim=None):
+    """``softmax(-x, dim)``, PyTorch's ``F.softmin`` (``dim=None``: PyTorch's legacy choice, with a warning)."""
+    x = as_tensor(x, "softmin")
+    if dim is None:
+        import warnings  # noqa: PLC0415
+
+        warnings.warn("softmin: implicit dim is deprecated; pass dim= (PyTorch's legacy rule is used)",
+                      UserWarning, stacklevel=2)
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return softmax(-x, dim)
+
+
+def glu(x, dim: int = -1):
+    """Gated linear unit: ``a * sigmoid(b)`` with ``a, b`` the two halves of ``x`` along ``dim``;
+    PyTorch's ``F.glu`` (that dim must have an even size).
+
+    >>> F.glu(mg.ones(2, 4)).shape
+    (2, 2)
+    """
+    x = as_tensor(x, "glu")
+    if x.ndim == 0:
+        raise ValueError("glu: does not support scalars (a 0-d input)")
+    n = x.shape[dim]
+    if n % 2:
+        raise ValueError(f"glu: halving dimension must be even, but dimension {dim} is size {n} (input {x.shape})")
+    a, b = x.chunk(2, dim)
+    return a * b.sigmoid()

@@ -1,6 +1,8 @@
 """``mg.nn.functional``: the functions of ``mg.nn`` in one namespace (PyTorch's names and arguments).
 
-Written here: ``linear``, ``dropout``, ``layer_norm``, ``embedding``. Gathered from the files that
+Written here: ``linear``, ``dropout``, ``layer_norm``, ``embedding``, and PyTorch's ``normalize``,
+``cosine_similarity``, ``group_norm``, ``rms_norm`` and ``scaled_dot_product_attention`` (composites
+of recorded ops). Gathered from the files that
 write them: the activations (``activations.py``), ``conv1d``, ``conv2d`` and ``batch_norm``
 (``conv.py``), ``pad`` (``padding.py``), the poolings (``pool.py``) and the losses and ``one_hot``
 (``losses.py``). The layers (``layers*.py``) call them through this namespace.
@@ -12,6 +14,7 @@ on Tensors with ``create_graph=True``, like every core rule, so second derivativ
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -119,3 +122,125 @@ def embedding(indices, weight):
             raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for {n} embeddings")
     # index by the Tensor itself when there is one: getitem saves it with its version
     return weight[indices if isinstance(indices, Tensor) else idx]
+
+
+# -- PyTorch's further normalisations, distances and attention -------------------------------------
+
+from .activations import glu, hardtanh, logsigmoid, mish, softmin  # noqa: E402
+from .losses import (  # noqa: E402
+    _vector_norm, cosine_embedding_loss, margin_ranking_loss, pairwise_distance, triplet_margin_loss,
+)
+from ..ops import elementwise as _ew  # noqa: E402
+
+__all__ += [
+    "normalize", "cosine_similarity", "pairwise_distance", "group_norm", "rms_norm", "scaled_dot_product_attention",
+    "glu", "mish", "hardtanh", "logsigmoid", "softmin",
+    "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
+]
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa: A002
+    """``input / max(||input||_p, eps)`` along ``dim``, PyTorch's ``F.normalize``.
+
+    >>> F.normalize(mg.tensor([[3.0, 4.0]])).tolist()
+    [[0.6, 0.8]]
+    """
+    x = as_tensor(input, "normalize")
+    return x / _vector_norm(x, p, dim, True).clamp(eps, None)
+
+
+def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
+    """``sum(x1 * x2) / (max(||x1||, eps) max(||x2||, eps))`` along ``dim`` (the two broadcast
+    first), PyTorch's ``F.cosine_similarity``.
+
+    >>> F.cosine_similarity(mg.tensor([[1.0, 0.0]]), mg.tensor([[1.0, 1.0]])).tolist()  # doctest: +ELLIPSIS
+    [0.7071...]
+    """
+    x1, x2 = as_tensor(x1, "cosine_similarity"), as_tensor(x2, "cosine_similarity")
+    shape = np.broadcast_shapes(tuple(x1.shape), tuple(x2.shape))
+    x1, x2 = x1.expand(*shape), x2.expand(*shape)
+    n1 = _vector_norm(x1, 2.0, dim, True).clamp(eps, None)
+    n2 = _vector_norm(x2, 2.0, dim, True).clamp(eps, None)
+    return ((x1 / n1) * (x2 / n2)).sum(axis=dim)
+
+
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):  # noqa: A002
+    """Normalise (N, C, *) over each of ``num_groups`` groups of channels (biased variance), then
+    scale and shift each channel; PyTorch's ``F.group_norm``."""
+    x = as_tensor(input, "group_norm")
+    if x.ndim < 2:
+        raise ValueError(f"group_norm: expected an input of at least 2 dims (N, C, *), got shape {x.shape}")
+    n, c = x.shape[0], x.shape[1]
+    if num_groups < 1 or c % num_groups:
+        raise ValueError(f"group_norm: {c} channels cannot be split into {num_groups} groups (input {x.shape})")
+    g = x.reshape(n, num_groups, -1)
+    mu = g.mean(axis=-1, keepdims=True)
+    d = g - mu
+    var = (d * d).mean(axis=-1, keepdims=True)
+    y = (d / (var + eps).sqrt()).reshape(*x.shape)
+    per_channel = (c,) + (1,) * (x.ndim - 2)
+    if weight is not None:
+        y = y * weight.reshape(*per_channel)
+    if bias is not None:
+        y = y + bias.reshape(*per_channel)
+    return y
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """``input / sqrt(mean(input^2) + eps) * weight`` over the trailing ``normalized_shape`` dims;
+    ``eps=None`` is the dtype's machine epsilon (PyTorch's ``F.rms_norm``)."""
+    x = as_tensor(input, "rms_norm")
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (int(normalized_shape),)
+    k = len(normalized_shape)
+    if tuple(x.shape[x.ndim - k:]) != tuple(normalized_shape):
+        raise ValueError(
+            f"rms_norm: input of shape {x.shape} does not end with normalized_shape {tuple(normalized_shape)}"
+        )
+    if eps is None:
+        eps = float(np.finfo(x.data.dtype).eps)
+    axes = tuple(range(x.ndim - k, x.ndim))
+    y = x / ((x * x).mean(axis=axes, keepdims=True) + eps).sqrt()
+    if weight is not None:
+        y = y * weight
+    return y
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,  # noqa: PLR0913
+                                 is_causal: bool = False, scale=None):
+    """``softmax(q @ k^T * scale + mask) @ v`` over (..., L, E), (..., S, E), (..., S, Ev), PyTorch's
+    ``F.scaled_dot_product_attention``: ``scale`` defaults to ``1 / sqrt(E)``; a bool ``attn_mask``
+    keeps the scores where it is True, a float one is added; ``is_causal`` keeps ``j <= i`` (it
+    cannot be combined with ``attn_mask``); ``dropout_p`` drops attention weights (always applied,
+    as PyTorch does: pass 0.0 in evaluation).
+
+    >>> F.scaled_dot_product_attention(mg.ones(2, 3, 4), mg.ones(2, 5, 4), mg.ones(2, 5, 6)).shape
+    (2, 3, 6)
+    """
+    q = as_tensor(query, "scaled_dot_product_attention")
+    k = as_tensor(key, "scaled_dot_product_attention")
+    v = as_tensor(value, "scaled_dot_product_attention")
+    L, S = q.shape[-2], k.shape[-2]
+    if q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"scaled_dot_product_attention: query {q.shape}, key {k.shape} and value {v.shape} "
+                         "do not fit (query and key share the last dim, key and value the one before)")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    scores = (q @ k.swapaxes(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise ValueError("scaled_dot_product_attention: pass attn_mask or is_causal=True, not both")
+        attn_mask = np.tril(np.ones((L, S), dtype=bool))
+    if attn_mask is not None:
+        m = attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask
+        if not hasattr(m, "dtype"):
+            m = np.asarray(m)
+        if m.dtype == np.bool_:
+            keep = attn_mask if isinstance(attn_mask, Tensor) else Tensor(m, device=scores.device)
+            scores = _ew.where(keep, scores, -math.inf)
+        else:
+            scores = scores + attn_mask
+    w = scores.softmax(dim=-1)
+    if dropout_p > 0.0:
+        w = dropout(w, dropout_p, True)
+    return w @ v

@@ -1,5 +1,5 @@
-"""The containers (``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``) and the basic
-layers of ``mg.nn``.
+"""The containers (``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``) and
+the basic layers of ``mg.nn`` (with ``Unflatten``, ``GroupNorm``, ``RMSNorm``, ``ZeroPad2d``, ``PixelShuffle``).
 
 Every constructor checks its sizes (positive ints), with a ValueError naming the layer and
 the argument. The activations are in ``layers_activation.py``; convolution, pooling and batch
@@ -372,3 +372,199 @@ class LayerNorm(Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+# -- PyTorch's further small layers: Unflatten, ParameterDict, GroupNorm, RMSNorm, ZeroPad2d, PixelShuffle --
+
+
+class Unflatten(Module):
+    """Splits dim ``dim`` into ``unflattened_size`` (one entry may be -1); PyTorch's ``nn.Unflatten``.
+
+    >>> mg.nn.Unflatten(1, (2, 3))(mg.ones(4, 6)).shape
+    (4, 2, 3)
+    """
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        self.dim = int(dim)
+        self.unflattened_size = tuple(int(s) for s in unflattened_size)
+
+    def forward(self, x):
+        return x.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class ParameterDict(Module):
+    """A dict of parameters that registers them by key (Tensors given are wrapped in ``Parameter``);
+    insertion order is kept, and the keys are the ``state_dict`` keys. PyTorch's ``nn.ParameterDict``.
+
+    >>> ps = mg.nn.ParameterDict({"scale": mg.ones(3)})
+    >>> list(ps.state_dict())
+    ['scale']
+    """
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str):
+        if key not in self.__dict__["_param_names"]:
+            raise KeyError(f"ParameterDict: no parameter {key!r} (keys: {self.keys()})")
+        return self.__dict__[key]
+
+    def __setitem__(self, key: str, value) -> None:
+        if isinstance(value, Parameter):
+            p = value
+        elif isinstance(value, (Tensor, np.ndarray)) or hasattr(value, "__cuda_array_interface__"):
+            p = Parameter(value)
+        else:
+            raise TypeError(f"ParameterDict: {key!r} must be a Parameter or a Tensor, got {type(value).__name__}")
+        self.register_parameter(key, p)
+
+    def __delitem__(self, key: str) -> None:
+        self[key]  # noqa: B018 - the KeyError naming the keys
+        delattr(self, key)
+
+    def __len__(self):
+        return len(self.__dict__["_param_names"])
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __contains__(self, key):
+        return key in self.__dict__["_param_names"]
+
+    def keys(self):
+        """The keys, in insertion order."""
+        return list(self.__dict__["_param_names"])
+
+    def values(self):
+        """The parameters, in insertion order."""
+        return [self.__dict__[k] for k in self.keys()]
+
+    def items(self):
+        """(key, parameter) pairs, in insertion order."""
+        return [(k, self.__dict__[k]) for k in self.keys()]
+
+    def pop(self, key: str):
+        """Remove ``key`` and return its parameter."""
+        p = self[key]
+        del self[key]
+        return p
+
+    def update(self, parameters) -> None:
+        """Add (or replace) parameters from a dict, a ParameterDict or (key, value) pairs."""
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for k, v in items:
+            self[k] = v
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError("ParameterDict is a container: use its parameters in your forward()")
+
+    def extra_repr(self):
+        return "\n".join(f"({k}): Parameter of shape {p.shape}, dtype {p.dtype}" for k, p in self.items())
+
+
+class GroupNorm(Module):
+    """Normalise (N, C, *) over ``num_groups`` groups of channels, then scale by ``weight`` (ones,
+    (C,)) and shift by ``bias`` (zeros, (C,)) when ``affine``; PyTorch's ``nn.GroupNorm``."""
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
+                 dtype=None, device=None):
+        super().__init__()
+        self.num_groups = positive_int(num_groups, "GroupNorm", "num_groups")
+        self.num_channels = positive_int(num_channels, "GroupNorm", "num_channels")
+        if self.num_channels % self.num_groups:
+            raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by num_groups ({num_groups})")
+        self.eps = float(eps)
+        self.affine = bool(affine)
+        if affine:
+            self.weight = Parameter(_creation.ones(self.num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(_creation.zeros(self.num_channels, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+
+    def forward(self, x):
+        return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class RMSNorm(Module):
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims (``weight``
+    ones; ``eps=None``: the dtype's machine epsilon); PyTorch's ``nn.RMSNorm``."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, dtype=None, device=None):
+        super().__init__()
+        if isinstance(normalized_shape, str) or not hasattr(normalized_shape, "__iter__"):
+            self.normalized_shape = (positive_int(normalized_shape, "RMSNorm", "normalized_shape"),)
+        else:
+            self.normalized_shape = tuple(positive_int(s, "RMSNorm", f"normalized_shape[{i}]")
+                                          for i, s in enumerate(normalized_shape))
+        self.eps = None if eps is None else float(eps)
+        self.elementwise_affine = bool(elementwise_affine)
+        if elementwise_affine:
+            self.weight = Parameter(_creation.ones(self.normalized_shape, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class ZeroPad2d(Module):
+    """Pads the last two dims with zeros: ``padding`` an int or (left, right, top, bottom), a
+    negative side cropping instead; PyTorch's ``nn.ZeroPad2d``."""
+
+    def __init__(self, padding):
+        super().__init__()
+        if isinstance(padding, (int, np.integer)) and not isinstance(padding, bool):
+            padding = (int(padding),) * 4
+        padding = tuple(int(p) for p in padding)
+        if len(padding) != 4:
+            raise ValueError(f"ZeroPad2d: padding must be an int or 4 ints (left, right, top, bottom), got {padding}")
+        self.padding = padding
+
+    def forward(self, x):
+        left, right, top, bottom = self.padding
+        if min(self.padding) < 0:  # a negative side crops, as in PyTorch
+            h, w = x.shape[-2], x.shape[-1]
+            x = x[..., max(-top, 0):h - max(-bottom, 0), max(-left, 0):w - max(-right, 0)]
+        return F.pad(x, tuple(max(p, 0) for p in self.padding), "constant", 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class PixelShuffle(Module):
+    """(*, C r^2, H, W) -> (*, C, H r, W r) with ``r = upscale_factor``; PyTorch's ``nn.PixelShuffle``.
+
+    >>> mg.nn.PixelShuffle(2)(mg.ones(1, 8, 3, 3)).shape
+    (1, 2, 6, 6)
+    """
+
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = positive_int(upscale_factor, "PixelShuffle", "upscale_factor")
+
+    def forward(self, x):
+        r = self.upscale_factor
+        if x.ndim < 3 or x.shape[-3] % (r * r):
+            raise ValueError(f"PixelShuffle: input of shape {x.shape} needs at least 3 dims and a channel count "
+                             f"divisible by upscale_factor^2 = {r * r}")
+        *lead, c, h, w = x.shape
+        k = len(lead)
+        y = x.reshape(*lead, c // (r * r), r, r, h, w)
+        y = y.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+        return y.reshape(*lead, c // (r * r), h * r, w * r)
+
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"

@@ -1,5 +1,6 @@
 """The activation layers of ``mg.nn``: ``ReLU``, ``Tanh``, ``Sigmoid``, ``LeakyReLU``, ``ELU``,
-``Softplus``, ``GELU``, ``SiLU``, ``Softmax`` (PyTorch's names and arguments). Each calls its
+``Softplus``, ``GELU``, ``SiLU``, ``Softmax``, ``LogSoftmax``, ``Mish``, ``Hardtanh`` (PyTorch's names and
+arguments). Each calls its
 function in ``mg.nn.functional`` (written in ``activations.py``).
 
 >>> model = mg.nn.Sequential(mg.nn.Linear(4, 8), mg.nn.GELU(), mg.nn.Linear(8, 2), mg.nn.Softmax(dim=-1))
@@ -127,3 +128,51 @@ class Softmax(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}"
+
+
+# -- PyTorch's further activation layers -----------------------------------------------------------------
+
+__all__ += ["LogSoftmax", "Mish", "Hardtanh"]
+
+
+class LogSoftmax(Module):
+    """``log_softmax`` along ``dim`` (PyTorch's ``nn.LogSoftmax``; ``dim=None`` uses PyTorch's legacy
+    choice, with a warning)."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, numbers.Integral)):
+            raise TypeError(f"LogSoftmax: dim must be an int or None, got {dim!r}")
+        self.dim = dim
+
+    def forward(self, x):
+        x = x if isinstance(x, Tensor) else Tensor(x)
+        dim = self.dim if self.dim is not None else _legacy_softmax_dim(x.ndim)
+        return F.log_softmax(x, dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
+
+
+class Mish(Module):
+    """``x * tanh(softplus(x))`` (``F.mish``)."""
+
+    def forward(self, x):
+        return F.mish(x)
+
+
+class Hardtanh(Module):
+    """``x`` clipped to ``[min_val, max_val]`` (``F.hardtanh``)."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError(f"Hardtanh: min_val ({min_val}) must not exceed max_val ({max_val})")
+        self.min_val = float(min_val)
+        self.max_val = float(max_val)
+
+    def forward(self, x):
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}"

@@ -1,8 +1,10 @@
 """Losses, PyTorch's names, arguments and numbers: functions (``F.cross_entropy``, ``F.nll_loss``,
 ``F.mse_loss``, ``F.l1_loss``, ``F.binary_cross_entropy``, ``F.binary_cross_entropy_with_logits``,
-``F.huber_loss``, ``F.smooth_l1_loss``, ``F.kl_div``, ``F.one_hot``) and modules
+``F.huber_loss``, ``F.smooth_l1_loss``, ``F.kl_div``, ``F.one_hot``, ``F.cosine_embedding_loss``,
+``F.margin_ranking_loss``, ``F.triplet_margin_loss`` with the ``F.pairwise_distance`` it uses) and modules
 (``nn.CrossEntropyLoss``, ``NLLLoss``, ``MSELoss``, ``L1Loss``, ``BCELoss``, ``BCEWithLogitsLoss``,
-``HuberLoss``, ``SmoothL1Loss``, ``KLDivLoss``).
+``HuberLoss``, ``SmoothL1Loss``, ``KLDivLoss``, ``CosineEmbeddingLoss``, ``MarginRankingLoss``,
+``TripletMarginLoss``).
 
 >>> loss_fn = mg.nn.CrossEntropyLoss(label_smoothing=0.1)
 >>> loss = loss_fn(model(x), y)          # y: class indices, or class probabilities
@@ -585,3 +587,137 @@ class KLDivLoss(_Loss):
 
     def forward(self, input, target):  # noqa: A002
         return kl_div(input, target, self.reduction, self.log_target)
+
+
+# -- PyTorch's embedding and ranking losses: cosine_embedding_loss, margin_ranking_loss, triplet_margin_loss --
+
+__all__ += ["pairwise_distance", "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
+            "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss"]
+
+
+def _sign_target(target, x, op):
+    """A +1/-1 target as a Tensor of ``x``'s dtype (a constant unless it is a Tensor already)."""
+    t = target if isinstance(target, Tensor) else Tensor(np.asarray(target), device=x.device)
+    return t if t.dtype == x.dtype else t.astype(x.dtype)
+
+
+def _vector_norm(x, p, dim, keepdim):
+    """The ``p``-norm of ``x`` along ``dim`` (an int or a tuple), PyTorch's ``linalg.vector_norm``.
+
+    A zero vector has norm 0 and gradient 0 there (PyTorch's subgradient): the root is taken of
+    ``where(s > 0, s, 1)``, so no ``0 * inf`` turns the gradient into NaN."""
+    p = float(p)
+    if p == 1.0:
+        return x.abs().sum(axis=dim, keepdims=keepdim)
+    if p == float("inf"):
+        return x.abs().max(axis=dim, keepdims=keepdim)
+    if p <= 0:
+        raise ValueError(f"norm: p must be positive (or inf), got {p}")
+    s = (x * x).sum(axis=dim, keepdims=keepdim) if p == 2.0 else (x.abs() ** p).sum(axis=dim, keepdims=keepdim)
+    pos = s > 0
+    safe = _ew.where(pos, s, 1.0)
+    root = safe.sqrt() if p == 2.0 else safe ** (1.0 / p)
+    return _ew.where(pos, root, 0.0)
+
+
+def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+    """``||x1 - x2 + eps||_p`` along the last dim, PyTorch's ``F.pairwise_distance``.
+
+    >>> round(F.pairwise_distance(mg.tensor([[0.0, 0.0]]), mg.tensor([[3.0, 4.0]])).item(), 4)
+    5.0
+    """
+    x1, x2 = as_tensor(x1, "pairwise_distance"), as_tensor(x2, "pairwise_distance")
+    d = x1 - x2 + eps
+    return _vector_norm(d, p, d.ndim - 1 if d.ndim else None, keepdim)
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0.0, reduction: str = "mean"):
+    """``1 - cos(x1, x2)`` where ``target == 1``, ``max(0, cos(x1, x2) - margin)`` where ``target == -1``
+    (cosine along the last dim, PyTorch's formula with its 1e-12 in each squared norm);
+    PyTorch's ``F.cosine_embedding_loss``.
+
+    >>> F.cosine_embedding_loss(mg.tensor([[1.0, 0.0]]), mg.tensor([[1.0, 0.0]]), mg.tensor([1.0])).item()
+    0.0
+    """
+    _check_reduction(reduction, "cosine_embedding_loss")
+    x1, x2 = as_tensor(input1, "cosine_embedding_loss"), as_tensor(input2, "cosine_embedding_loss")
+    if x1.ndim not in (1, 2) or tuple(x1.shape) != tuple(x2.shape):
+        raise ValueError(f"cosine_embedding_loss: inputs must be 1-D or 2-D of one shape, got {x1.shape} and {x2.shape}")
+    t = _sign_target(target, x1, "cosine_embedding_loss")
+    if tuple(t.shape) != tuple(x1.shape[:-1]):
+        raise ValueError(f"cosine_embedding_loss: target of shape {t.shape} does not fit inputs of shape {x1.shape}")
+    dim = x1.ndim - 1
+    eps = 1e-12
+    prod = (x1 * x2).sum(axis=dim)
+    cos = prod / (((x1 * x1).sum(axis=dim) + eps) * ((x2 * x2).sum(axis=dim) + eps)).sqrt()
+    pos = _ew.where(t == 1, 1.0 - cos, 0.0)
+    neg = _ew.where(t == -1, (cos - margin).clamp(0.0, None), 0.0)
+    return _reduce(pos + neg, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0.0, reduction: str = "mean"):
+    """``max(0, -target * (x1 - x2) + margin)``, PyTorch's ``F.margin_ranking_loss``.
+
+    >>> F.margin_ranking_loss(mg.tensor([2.0]), mg.tensor([1.0]), mg.tensor([1.0])).item()
+    0.0
+    """
+    _check_reduction(reduction, "margin_ranking_loss")
+    x1, x2 = as_tensor(input1, "margin_ranking_loss"), as_tensor(input2, "margin_ranking_loss")
+    t = _sign_target(target, x1, "margin_ranking_loss")
+    if not (x1.ndim == x2.ndim == t.ndim):
+        raise ValueError(f"margin_ranking_loss: input1 {x1.shape}, input2 {x2.shape} and target {t.shape} "
+                         "must have the same number of dims")
+    return _reduce((-t * (x1 - x2) + margin).clamp(0.0, None), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2.0,  # noqa: PLR0913
+                        eps: float = 1e-6, swap: bool = False, reduction: str = "mean"):
+    """``max(0, margin + d(a, p) - d(a, n))`` with ``d`` the pairwise p-distance (``swap``: ``d(a, n)``
+    is replaced by ``d(p, n)`` where that is smaller); PyTorch's ``F.triplet_margin_loss``."""
+    _check_reduction(reduction, "triplet_margin_loss")
+    a = as_tensor(anchor, "triplet_margin_loss")
+    pos, neg = as_tensor(positive, "triplet_margin_loss"), as_tensor(negative, "triplet_margin_loss")
+    if not (a.ndim == pos.ndim == neg.ndim) or a.ndim not in (1, 2):
+        raise ValueError(f"triplet_margin_loss: anchor {a.shape}, positive {pos.shape} and negative {neg.shape} "
+                         "must all be 1-D or all 2-D")
+    d_pos = pairwise_distance(a, pos, p, eps)
+    d_neg = pairwise_distance(a, neg, p, eps)
+    if swap:
+        d_neg = _ew.minimum(d_neg, pairwise_distance(pos, neg, p, eps))
+    return _reduce((d_pos - d_neg + margin).clamp(0.0, None), reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """``F.cosine_embedding_loss`` as a module: ``nn.CosineEmbeddingLoss(margin=0.0, reduction="mean")``."""
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.margin = float(margin)
+
+    def forward(self, input1, input2, target):
+        return cosine_embedding_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class MarginRankingLoss(_Loss):
+    """``F.margin_ranking_loss`` as a module: ``nn.MarginRankingLoss(margin=0.0, reduction="mean")``."""
+
+    def __init__(self, margin: float = 0.0, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.margin = float(margin)
+
+    def forward(self, input1, input2, target):
+        return margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """``F.triplet_margin_loss`` as a module: ``nn.TripletMarginLoss(margin=1.0, p=2.0, eps=1e-6,
+    swap=False, reduction="mean")``; ``loss_fn(anchor, positive, negative)``."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
+                 reduction: str = "mean"):
+        super().__init__(reduction)
+        self.margin, self.p, self.eps, self.swap = float(margin), float(p), float(eps), bool(swap)
+
+    def forward(self, anchor, positive, negative):
+        return triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps, self.swap,
+                                   self.reduction)
