@@ -171,7 +171,7 @@ def _layer_pair(layer, tlayer, x):
     (out * mg.tensor(g)).sum().backward()
     (tout * torch.tensor(g)).sum().backward()
     np.testing.assert_allclose(xm.grad.numpy(), xt.grad.numpy(), **TOL)
-    for (name, p), (_, tp) in zip(layer.named_parameters(), tlayer.named_parameters()):
+    for (name, p), (_, tp) in zip(layer.named_parameters(), tlayer.named_parameters(), strict=True):
         np.testing.assert_allclose(p.grad.numpy(), tp.grad.numpy(), **TOL, err_msg=name)
 
 
@@ -194,7 +194,7 @@ def test_pixel_shuffle():
 
 def test_layer_defaults_match_torch():
     for m, t in [(nn.GroupNorm(2, 4), torch.nn.GroupNorm(2, 4)), (nn.RMSNorm([3, 2]), torch.nn.RMSNorm([3, 2]))]:
-        for (k, v), (tk, tv) in zip(m.state_dict().items(), t.state_dict().items()):
+        for (k, v), (tk, tv) in zip(m.state_dict().items(), t.state_dict().items(), strict=True):
             assert k == tk and np.array_equal(np.asarray(v.numpy() if hasattr(v, "numpy") else v), tv.numpy())
     with pytest.raises(ValueError, match="divisible"):
         nn.GroupNorm(4, 6)
