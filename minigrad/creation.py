@@ -461,8 +461,8 @@ def multinomial(input, num_samples, replacement=False) -> Tensor:  # noqa: A002 
     if n == 0:
         raise ValueError(f"{op}: input has no categories (shape {x.shape})")
     if not replacement and num_samples > n:
-        raise ValueError(f"{op}: cannot draw {num_samples} samples without replacement from {n} categories "
-                         "(pass replacement=True)")
+        raise ValueError(f"{op}: cannot draw {num_samples} samples without replacement from {n} "
+                         "categories (pass replacement=True)")
     return _wrap(_state.array_step(_multinomial, x, int(num_samples), bool(replacement)))
 
 

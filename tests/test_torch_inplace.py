@@ -25,7 +25,8 @@ UNARY = [
     ("neg_", (), SIGNED), ("sigmoid_", (), SIGNED), ("tanh_", (), SIGNED), ("relu_", (), SIGNED),
     ("sin_", (), SIGNED), ("cos_", (), SIGNED), ("floor_", (), SIGNED * 3), ("ceil_", (), SIGNED * 3),
     ("round_", (), SIGNED * 3), ("reciprocal_", (), SIGNED), ("square_", (), SIGNED),
-    ("clamp_min_", (0.2,), rnd((3, 4), seed=5, away=(0.2,))), ("clamp_max_", (-0.1,), rnd((3, 4), seed=6, away=(-0.1,))),
+    ("clamp_min_", (0.2,), rnd((3, 4), seed=5, away=(0.2,))),
+    ("clamp_max_", (-0.1,), rnd((3, 4), seed=6, away=(-0.1,))),
     ("tril_", (), SIGNED), ("tril_", (-1,), SIGNED), ("triu_", (), SIGNED), ("triu_", (2,), SIGNED),
 ]
 IDS = [f"{m}{a}" for m, a, _ in UNARY]
@@ -64,7 +65,7 @@ def test_gradients_match_torch(name, args, a):
 
 
 @pytest.mark.parametrize("name,args,a", [c for c in UNARY if c[0] not in ("tril_", "triu_")],
-                         ids=[i for i, c in zip(IDS, UNARY) if c[0] not in ("tril_", "triu_")])
+                         ids=[i for i, c in zip(IDS, UNARY, strict=True) if c[0] not in ("tril_", "triu_")])
 def test_a_row_view_writes_into_its_base_with_torchs_gradient(name, args, a):
     w = rnd(a.shape, seed=10)
     x = mg.tensor(a, requires_grad=True)
