@@ -23,7 +23,7 @@ from ..tensor import Tensor
 from . import elementwise as E
 from . import join as J
 from . import math as M
-from ._registry import Family, Sample, composite, defop, inplace_method, inplace_op, op_of, public, row
+from ._registry import Family, Sample, composite, defop, inplace_method, inplace_op, named, op_of, public, row
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
 from .inplace import COPY_, FILL_, _const, _operand, _plan, _same_device, _self, write
 
@@ -413,7 +413,7 @@ inplace_method(op_of(J.triu), triu_, "triu_")
 inplace_method(COPY_, uniform_, "uniform_")  # overwrites, as copy_ (whose op records them)
 inplace_method(COPY_, normal_, "normal_")
 inplace_method(COPY_, bernoulli_, "bernoulli_")
-composite("multinomial", method="multinomial", kind="factory")(_creation.multinomial)
+composite("multinomial", method="multinomial", kind="factory")(named("multinomial")(_creation.multinomial))
 public(FILL_, method="fill_", export=False)(fill_)
 public(COPY_, method="copy_", export=False)(copy_)
 public(SETITEM, dunders=("__setitem__",), export=False)(setitem)
