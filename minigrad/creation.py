@@ -457,3 +457,84 @@ def _finish_dlpack(arr, requires_grad):
     if requires_grad:
         t.requires_grad = True
     return t
+
+
+# -- sampling into an existing tensor (ops/writes.py's uniform_, normal_, bernoulli_) and multinomial --------
+# Each is a draw from ``mg.manual_seed``'s generator made through ``_state.array_step``, so a captured
+# step (mg.compile) draws again on each replay, as each eager call does.
+
+
+def sample_like(t, kind, a, b):
+    """A constant Tensor of draws shaped like ``t`` (its dtype where floating, its device):
+    ``kind`` "uniform" (in [a, b)), "normal" (mean a, std b) or "bernoulli" (1 with probability
+    ``a``, a number or a Tensor that broadcasts to ``t``; float64 0/1, cast by the write)."""
+    dt = np.dtype(t.dtype) if kind != "bernoulli" else np.dtype(np.float64)
+    return _wrap(_state.array_step(_sample, kind, tuple(t.shape), a, b, dt, t.device))
+
+
+def _sample(kind, shape, a, b, dt, dev):
+    if kind == "uniform":
+        arr = _rng.uniform(a, b, shape).astype(dt, copy=False)
+        if b > a:  # float32 may round a draw up to b: keep [a, b)
+            arr = np.minimum(arr, np.nextafter(dt.type(b), dt.type(a)))
+    elif kind == "normal":
+        arr = _rng.normal(a, b, shape).astype(dt, copy=False)
+    else:
+        p = _be.to_numpy(a.data) if isinstance(a, Tensor) else a
+        if np.any((p < 0) | (p > 1)) or np.any(np.isnan(p)):
+            raise ValueError("bernoulli_: p must hold probabilities in [0, 1]")
+        arr = (_rng.random(shape) < p).astype(dt)
+    arr = np.asarray(arr)
+    return arr if dev == "cpu" else _be.to_device(arr, dev)
+
+
+def multinomial(input, num_samples, replacement=False) -> Tensor:  # noqa: A002 - PyTorch's name
+    """Indices drawn from the categories of ``input``'s rows (1-D: one weight vector; 2-D: one per
+    row; non-negative weights, not necessarily summing to 1), as PyTorch's ``multinomial``: int64 of
+    shape ``(num_samples,)`` or ``(rows, num_samples)``, not differentiable. Without replacement each
+    category is drawn at most once (``num_samples`` must not exceed a row's non-zero weights), in
+    the order drawn. From ``mg.manual_seed``'s generator.
+
+    >>> mg.multinomial(mg.tensor([0.0, 1.0, 0.0]), 2, replacement=True).tolist()
+    [1, 1]
+    """
+    op = "multinomial"
+    x = as_tensor(input, op)
+    if x.ndim not in (1, 2):
+        raise ValueError(f"{op}: input must be a 1-D or 2-D tensor of weights, got shape {x.shape}")
+    if x.dtype.kind != "f":
+        raise TypeError(f"{op}: input must be floating-point weights, got dtype {x.dtype}")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, numbers.Integral) or num_samples <= 0:
+        raise ValueError(f"{op}: num_samples must be a positive int, got {num_samples!r}")
+    n = x.shape[-1]
+    if n == 0:
+        raise ValueError(f"{op}: input has no categories (shape {x.shape})")
+    if not replacement and num_samples > n:
+        raise ValueError(f"{op}: cannot draw {num_samples} samples without replacement from {n} "
+                         "categories (pass replacement=True)")
+    return _wrap(_state.array_step(_multinomial, x, int(num_samples), bool(replacement)))
+
+
+def _multinomial(x, k, replacement):
+    w = _be.to_numpy(x.data).astype(np.float64).reshape(-1, x.shape[-1])
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError("multinomial: weights must be finite and non-negative")
+    nonzero = (w > 0).sum(axis=1)
+    if np.any(nonzero == 0):
+        raise ValueError("multinomial: every row of weights must have a positive sum")
+    if not replacement and np.any(nonzero < k):
+        raise ValueError(f"multinomial: cannot draw {k} samples without replacement from a row with only "
+                         f"{int(nonzero.min())} non-zero weights (pass replacement=True)")
+    out = np.empty((w.shape[0], k), dtype=np.int64)
+    for i, row in enumerate(w):
+        if replacement:  # inverse CDF: a category of zero weight is never hit
+            cdf = np.cumsum(row)
+            idx = np.searchsorted(cdf, _rng.random(k) * cdf[-1], side="right")
+            out[i] = np.minimum(idx, np.flatnonzero(row)[-1])
+        else:  # the smallest of Exp(1) / w: sequential draws without replacement, in the order drawn
+            with np.errstate(divide="ignore"):
+                keys = _rng.standard_exponential(row.shape[0]) / row
+            out[i] = np.argsort(keys, kind="stable")[:k]
+    out = out.reshape(x.shape[:-1] + (k,))
+    dev = x.device
+    return out if dev == "cpu" else _be.to_device(out, dev)

@@ -11,9 +11,10 @@ nontrivial. A program is written once, over a small namespace ``L`` (minigrad or
 libraries run the same code; where torch spells a write differently the difference is commented.
 
 An ``autograd.Function`` that writes in place (``function_mark_dirty``) needs ``ctx.mark_dirty``:
-where minigrad's FunctionCtx has none, its tests skip, saying so. Not here: in-place unary
-methods (``exp_``, ``sigmoid_``, ``relu_``...): Tensor has none today; the in-place methods it has
-are exactly ops/writes.py's (test_inplace_methods.py keeps that list honest).
+where minigrad's FunctionCtx has none, its tests skip, saying so. The in-place unary methods
+(``exp_``, ``log_``, ``sigmoid_``, ``relu_``, ``clamp_min_``, ``tril_``, ``triu_``...) have programs on a
+tensor and on a view; the draws (``uniform_``...) have none: no derivative flows through them. The
+in-place methods Tensor has are exactly ops/writes.py's (test_inplace_methods.py keeps that list honest).
 
 Runs on the device conftest chooses (``MINIGRAD_DEVICE=fakecuda python -m pytest`` runs it on the
 CPU stand-in of CUDA); torch always runs on the CPU. Test ids are ``<program>-<composition>``.
@@ -468,6 +469,102 @@ def p_function_mark_dirty(x, y, L):
     return a * x
 
 
+def p_exp_(x, y, L):
+    a = x * y
+    a.exp_()
+    return a * x
+
+
+def p_log_(x, y, L):
+    a = x * x + y * y
+    a.log_()
+    return a * y
+
+
+def p_sigmoid_(x, y, L):
+    a = x.clone()
+    a.sigmoid_()
+    return a * y + x
+
+
+def p_tanh_(x, y, L):
+    a = x * y
+    a.tanh_()
+    return a * x
+
+
+def p_relu_(x, y, L):
+    a = x * y
+    a.relu_()
+    return a * x
+
+
+def p_square_(x, y, L):
+    a = x + y
+    a.square_()
+    return a * y
+
+
+def p_clamp_min_(x, y, L):
+    a = x * y
+    a.clamp_min_(-0.3)
+    return a * y
+
+
+def p_clamp_max_(x, y, L):
+    a = x * y
+    a.clamp_max_(0.4)
+    return a * x
+
+
+def p_tril_(x, y, L):
+    a = x * y
+    a.tril_()
+    return a * x + y
+
+
+def p_triu_diagonal(x, y, L):
+    a = x.clone()
+    a.triu_(1)
+    return a * y
+
+
+def p_view_row_exp_(x, y, L):  # a row of the tensor written, the whole read
+    a = x.clone()
+    a[1].exp_()
+    return a * y
+
+
+def p_view_row_sigmoid_(x, y, L):
+    a = x * y
+    a[0].sigmoid_()
+    return a * x
+
+
+def p_view_row_relu_(x, y, L):
+    a = x * y
+    a[2].relu_()
+    return a * x
+
+
+def p_view_row_clamp_min_(x, y, L):
+    a = x * y
+    a[1].clamp_min_(-0.2)
+    return a * y
+
+
+def p_view_tril_(x, y, L):  # tril_ needs two dims: a block of rows
+    a = x * y
+    a[1:].tril_()
+    return a * x
+
+
+def p_view_T_triu_(x, y, L):
+    a = x.clone()
+    a.T.triu_(-1)
+    return a * y
+
+
 def p_control_no_write(x, y, L):  # no write at all: the four compositions themselves, as a baseline
     a = x * y + y * x[1]
     return a * x
@@ -485,6 +582,8 @@ PROGRAMS = {f.__name__[2:]: f for f in [
     p_view_row_mul_, p_view_col_zero_, p_view_T_setitem, p_view_T_add_, p_view_reshape_fill_,
     p_view_reshape_fill_number, p_view_chain_mul_, p_view_row_iadd_both, p_view_before_base_write,
     p_view_two_then_base, p_buffer_no_grad, p_buffer_view_before, p_vanishing, p_function_mark_dirty,
+    p_exp_, p_log_, p_sigmoid_, p_tanh_, p_relu_, p_square_, p_clamp_min_, p_clamp_max_, p_tril_, p_triu_diagonal,
+    p_view_row_exp_, p_view_row_sigmoid_, p_view_row_relu_, p_view_row_clamp_min_, p_view_tril_, p_view_T_triu_,
 ]}
 
 

@@ -1,5 +1,6 @@
 """In-place writes: the machinery (``write``, the checks, ``copy_slices`` / ``as_strided``, view
 histories) behind ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ fmod_ zero_ fill_ copy_ clamp_``,
+the unary ones (``exp_ sigmoid_ relu_ clamp_min_ tril_``...), the draws (``uniform_ normal_ bernoulli_``),
 every augmented assignment ``+= -= *= /= **= //= %=`` (in place, as NumPy's and PyTorch's are:
 views see the write) and ``t[idx] = value``; those methods themselves are in ``writes.py``.
 ``t._version`` reads the counter.

@@ -1,7 +1,11 @@
 """The in-place methods: ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ fmod_ clamp_`` (and the
-augmented assignments ``+= -= *= /= **= //= %=`` bound to them), ``fill_ zero_ copy_`` and
-``t[idx] = value`` (``setitem``), with the ops only they have (``floor_divide_``, ``fill_``,
-``copy_``, ``setitem``) and their registrations.
+augmented assignments ``+= -= *= /= **= //= %=`` bound to them), the unary ones (``exp_ log_ sqrt_
+abs_ neg_ sigmoid_ tanh_ relu_ sin_ cos_ floor_ ceil_ round_ reciprocal_ square_ clamp_min_
+clamp_max_``; ``tril_ triu_``, whose ops are composites, write their result with ``copy_``'s op),
+``fill_ zero_ copy_``, ``t[idx] = value`` (``setitem``) and the draws ``uniform_ normal_ bernoulli_``
+(``mg.manual_seed``'s generator; a plain overwrite, no gradient through the values drawn), with
+the ops only they have (``floor_divide_``, ``fill_``, ``copy_``, ``setitem``) and their
+registrations; ``multinomial`` (not a write) is registered here beside them.
 
 Each checks its operands and hands the write to ``inplace.write``, which decides whether and
 how the write is recorded; ``inplace.py``'s docstring says when a write is allowed and what it
@@ -13,12 +17,15 @@ import numpy as np
 
 from .. import _state
 from .. import backend as _be
+from .. import creation as _creation
 from ..backward import sum_to
 from ..tensor import Tensor
 from . import elementwise as E
-from ._registry import Family, Sample, composite, defop, inplace_method, inplace_op, op_of, public, row
+from . import join as J
+from . import math as M
+from ._registry import Family, Sample, composite, defop, inplace_method, inplace_op, named, op_of, public, row
 from .indexing import convert_index, fmt_index, join_index, split_index, to_device_index
-from .inplace import COPY_, FILL_, _const, _operand, _same_device, _self, write
+from .inplace import COPY_, FILL_, _const, _operand, _plan, _same_device, _self, write
 
 # -- arithmetic: the out-of-place op's own forward and rule, written into the tensor ------------------
 
@@ -76,27 +83,153 @@ def floor_divide_(t, other):
 
 
 CLAMP_ = inplace_op(E.CLIP, "clamp_")
+CLAMP_MIN_ = inplace_op(E.CLIP, "clamp_min_")
+CLAMP_MAX_ = inplace_op(E.CLIP, "clamp_max_")
+
+
+def _clamp(t, lo, hi, op, name):
+    _self(t, name)
+    bounds = []
+    for b in (lo, hi):
+        if isinstance(b, Tensor):
+            if b._requires_grad and _state.get().grad:
+                raise TypeError(f"{name}: bounds that require grad are not supported in place; "
+                                "use mg.clamp(x, lo, hi)")
+            b = _operand(b, name, t)
+        elif b is not None:
+            b = _operand(b, name, t)
+        bounds.append(b)
+    return write(t, op, name, (), {"lo": bounds[0], "hi": bounds[1]})
 
 
 def clamp_(t, min=None, max=None):  # noqa: A002 - NumPy/PyTorch names
     """Clamp into ``[min, max]`` in place (either may be None); gradient 1 inside, bounds included."""
-    op = "clamp_"
-    _self(t, op)
     if min is None and max is None:
+        _self(t, "clamp_")
         raise ValueError("clamp_: at least one of min and max must be given")
-    bounds = []
-    for b in (min, max):
-        if isinstance(b, Tensor):
-            if b._requires_grad and _state.get().grad:
-                raise TypeError("clamp_: bounds that require grad are not supported in place; use mg.clamp(x, lo, hi)")
-            b = _operand(b, op, t)
-        elif b is not None:
-            b = _operand(b, op, t)
-        bounds.append(b)
-    return write(t, CLAMP_, op, (), {"lo": bounds[0], "hi": bounds[1]})
+    return _clamp(t, min, max, CLAMP_, "clamp_")
+
+
+def clamp_min_(t, min):  # noqa: A002 - PyTorch's name
+    """``t.clamp_(min=min)`` under its own name (PyTorch's); gradient 1 where ``t >= min``."""
+    if min is None:
+        raise ValueError("clamp_min_: min must be a number or a Tensor, got None")
+    return _clamp(t, min, None, CLAMP_MIN_, "clamp_min_")
+
+
+def clamp_max_(t, max):  # noqa: A002 - PyTorch's name
+    """``t.clamp_(max=max)`` under its own name (PyTorch's); gradient 1 where ``t <= max``."""
+    if max is None:
+        raise ValueError("clamp_max_: max must be a number or a Tensor, got None")
+    return _clamp(t, None, max, CLAMP_MAX_, "clamp_max_")
 
 
 clip_ = clamp_
+
+
+# -- unary ops in place: the op's own forward and rules, written into the tensor ----------------------
+
+
+def _unary_inplace_fn(op, name):
+    def method(t):
+        _self(t, name)
+        return write(t, op, name)
+    return method
+
+
+UNARY_INPLACE = Family("inplace", _unary_inplace_fn, reads=("of",), inplace=True,
+                       doc="``t.{name}()``: its out-of-place op's result written into ``t`` (the op's gradient; "
+                           "a result dtype ``t`` cannot hold is a TypeError); returns ``t``.")
+
+exp_ = row("exp_", family=UNARY_INPLACE, of=E.exp)
+log_ = row("log_", family=UNARY_INPLACE, of=E.log)
+sqrt_ = row("sqrt_", family=UNARY_INPLACE, of=E.sqrt)
+abs_ = row("abs_", family=UNARY_INPLACE, of=E.abs)
+neg_ = row("neg_", family=UNARY_INPLACE, of=E.neg)
+sigmoid_ = row("sigmoid_", family=UNARY_INPLACE, of=E.sigmoid)
+tanh_ = row("tanh_", family=UNARY_INPLACE, of=E.tanh)
+relu_ = row("relu_", family=UNARY_INPLACE, of=E.relu)
+sin_ = row("sin_", family=UNARY_INPLACE, of=E.sin)
+cos_ = row("cos_", family=UNARY_INPLACE, of=E.cos)
+floor_ = row("floor_", family=UNARY_INPLACE, of=M.floor)
+ceil_ = row("ceil_", family=UNARY_INPLACE, of=M.ceil)
+reciprocal_ = row("reciprocal_", family=UNARY_INPLACE, of=M.reciprocal)
+square_ = row("square_", family=UNARY_INPLACE, of=M.square)
+
+ROUND_ = inplace_op(M.ROUND, "round_")
+
+
+def round_(t, decimals=0):
+    """Round half to even to ``decimals`` places in place (``mg.round``); a zero gradient; returns ``t``."""
+    _self(t, "round_")
+    return write(t, ROUND_, "round_", (), {"decimals": decimals})
+
+
+# tril / triu are composites (no op of their own to write): their result, computed from t's current
+# history, is written with copy_'s op under the method's name; copy_'s rule sends the old t a zero
+# gradient, and tril's own graph carries the gradient of the kept triangle back to it.
+
+
+def tril_(t, diagonal=0):
+    """Keep the lower triangle (on and below the ``diagonal``-th diagonal) of the last two axes in
+    place, zeros elsewhere; returns ``t``."""
+    _self(t, "tril_")
+    return write(t, COPY_, "tril_", (J.tril(t, diagonal),), check=False)
+
+
+def triu_(t, diagonal=0):
+    """Keep the upper triangle (on and above the ``diagonal``-th diagonal) of the last two axes in
+    place, zeros elsewhere; returns ``t``."""
+    _self(t, "triu_")
+    return write(t, COPY_, "triu_", (J.triu(t, diagonal),), check=False)
+
+
+# -- sampling in place: draws written over the tensor (no gradient through them) ----------------------
+
+
+def _draws_into(t, name, kind, a, b):
+    _self(t, name)
+    if kind != "bernoulli" and t.dtype.kind != "f":
+        raise TypeError(f"{name}: draws are floating-point; the tensor has dtype {t.dtype}")
+    _plan(t, name, ())  # a leaf that requires grad is refused before anything is drawn
+    return write(t, COPY_, name, (_creation.sample_like(t, kind, a, b),), check=False)
+
+
+def _number(v, name, what):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}: {what} must be a number, got {type(v).__name__} {v!r}")
+    return float(v)
+
+
+def uniform_(t, from_=0.0, to=1.0):
+    """Overwrite ``t`` with uniform draws from ``[from_, to)`` (``mg.manual_seed``'s generator);
+    returns ``t``. No gradient flows through the draws."""
+    lo, hi = _number(from_, "uniform_", "from_"), _number(to, "uniform_", "to")
+    if lo > hi:
+        raise ValueError(f"uniform_: expects from_ <= to, got from_={lo} and to={hi}")
+    return _draws_into(t, "uniform_", "uniform", lo, hi)
+
+
+def normal_(t, mean=0.0, std=1.0):
+    """Overwrite ``t`` with normal draws of mean ``mean`` and standard deviation ``std``
+    (``mg.manual_seed``'s generator); returns ``t``. No gradient flows through the draws."""
+    m, s = _number(mean, "normal_", "mean"), _number(std, "normal_", "std")
+    if not s >= 0:
+        raise ValueError(f"normal_: expects std >= 0, got {s}")
+    return _draws_into(t, "normal_", "normal", m, s)
+
+
+def bernoulli_(t, p=0.5):
+    """Overwrite ``t`` with 1 (probability ``p``: a number, or a Tensor of probabilities that
+    broadcasts to ``t``) or 0, in ``t``'s dtype (``mg.manual_seed``'s generator); returns ``t``."""
+    if isinstance(p, Tensor):
+        _operand(p, "bernoulli_", t)  # on t's device, broadcasting to t
+        p = p.detach()
+    else:
+        p = _number(p, "bernoulli_", "p")
+        if not 0 <= p <= 1:
+            raise ValueError(f"bernoulli_: p must be in [0, 1], got {p}")
+    return _draws_into(t, "bernoulli_", "bernoulli", p, None)
 
 
 # -- overwriting --------------------------------------------------------------------------------
@@ -272,6 +405,15 @@ def _strip_ones(shape, ndim):
 
 inplace_method(op_of(E.floordiv), floor_divide_, "floor_divide_", "__ifloordiv__")
 inplace_method(CLAMP_, clamp_, "clamp_", "clip_")
+inplace_method(CLAMP_MIN_, clamp_min_, "clamp_min_")
+inplace_method(CLAMP_MAX_, clamp_max_, "clamp_max_")
+inplace_method(ROUND_, round_, "round_")
+inplace_method(op_of(J.tril), tril_, "tril_")
+inplace_method(op_of(J.triu), triu_, "triu_")
+inplace_method(COPY_, uniform_, "uniform_")  # overwrites, as copy_ (whose op records them)
+inplace_method(COPY_, normal_, "normal_")
+inplace_method(COPY_, bernoulli_, "bernoulli_")
+composite("multinomial", method="multinomial", kind="factory")(named("multinomial")(_creation.multinomial))
 public(FILL_, method="fill_", export=False)(fill_)
 public(COPY_, method="copy_", export=False)(copy_)
 public(SETITEM, dunders=("__setitem__",), export=False)(setitem)
