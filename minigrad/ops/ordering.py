@@ -122,7 +122,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
         raise TypeError(f"quantile: input must be float32 or float64, got {x.dtype}")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"quantile: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
-    qs = _be.to_numpy(q.data) if isinstance(q, Tensor) else np.asarray(q, dtype=np.float64)
+    qs = (_be.to_numpy(q.data) if isinstance(q, Tensor) else np.asarray(q)).astype(np.float64)
     if qs.ndim > 1:
         raise ValueError(f"quantile: q must be a scalar or 1-D, got shape {qs.shape}")
     if qs.size and (np.isnan(qs).any() or qs.min() < 0 or qs.max() > 1):
