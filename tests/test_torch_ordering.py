@@ -241,3 +241,14 @@ def test_bucketize_searchsorted_errors_name_them():
         mg.bucketize(mg.tensor([1.0]), mg.tensor([[1.0, 2.0]]))
     with pytest.raises(ValueError, match="searchsorted"):
         mg.searchsorted(mg.tensor([[1.0, 2.0]]), mg.tensor([[1.0], [2.0]]))
+
+
+def test_nan_and_zero_dim_cases_follow_their_library():
+    nan = float("nan")
+    x = np.array([[1.0, nan, 2.0], [1.0, 2.0, 3.0]])
+    _same(x, lambda t: mg.median(t, 1), lambda t: torch.median(t, 1))
+    assert np.isnan(mg.median(mg.tensor(x)).item()) and np.isnan(torch.median(torch.tensor(x)).item())
+    assert mg.argsort(mg.tensor(3.0)).shape == np.argsort(np.array(3.0)).shape == (1,)  # NumPy's spelling
+    assert mg.argsort(mg.tensor(3.0), dim=0).shape == tuple(torch.argsort(torch.tensor(3.0), dim=0).shape) == ()
+    values, indices = mg.sort(mg.tensor(3.0), dim=0)
+    assert values.shape == indices.shape == () and indices.item() == 0

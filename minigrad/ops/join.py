@@ -542,11 +542,13 @@ def argsort(a, axis=-1, kind=None, order=None, *, dim=NOARG, descending=False, s
     if dim is not NOARG:
         if axis != -1:
             raise TypeError("argsort: got both axis and its alias dim=; give one")
+        if a.ndim == 0:  # PyTorch's argsort of a 0-d tensor: 0-d
+            return reshape(_sort_index(reshape(a, (1,)), 0, descending, "argsort"), ())
         return _sort_index(a, _torch_dim(a, dim, "argsort"), descending, "argsort")
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
-    if a.ndim == 0:
-        return run_op(ARGSORT, reshape(a, (1,)), axis=0).reshape(())
+    if a.ndim == 0:  # NumPy's argsort of a 0-d array: [0]
+        a, axis = reshape(a, (1,)), 0
     return _sort_index(a, _ax(axis, a.ndim, "argsort"), descending, "argsort")
 
 

@@ -14,7 +14,10 @@ from ..creation import as_tensor
 from ..engine import run_op
 from ..tensor import Tensor
 from ._registry import randn as _r, Sample, composite, defop, named, public
+from .elementwise import where
 from .join import _torch_dim, moveaxis, take_along_axis, torch_sort
+from .math import isnan
+from .reduce import sum as _sum
 from .shape import reshape
 
 TopkResult = namedtuple("topk", ["values", "indices"])  # PyTorch's torch.return_types.*
@@ -76,17 +79,24 @@ def median(input, dim=None, keepdim=False):  # noqa: A002
     if dim is None:
         if keepdim:
             raise TypeError("median: keepdim=True needs a dim")
-        flat = reshape(x, (-1,))
-        values, _ = torch_sort(flat, 0)
-        return values[(flat.shape[0] - 1) // 2]
+        values, _ = _median_at(reshape(x, (-1,)), 0, False)
+        return values
     if x.ndim == 0:
         return MedianResult(x.clone(), run_op(_ZERO_INDEX, x))
-    d = _torch_dim(x, dim, "median")
+    return MedianResult(*_median_at(x, _torch_dim(x, dim, "median"), keepdim))
+
+
+def _median_at(x, d, keepdim):
+    """The lower median along ``d`` and its index: the ``(n - 1) // 2``-th sorted value, or where a
+    row holds NaN, its first NaN (the sort puts NaNs last; PyTorch's median is NaN there too)."""
     values, indices = torch_sort(x, d)
-    at = (slice(None),) * d + ((x.shape[d] - 1) // 2,)
-    if keepdim:
-        at = at[:-1] + (slice(at[-1], at[-1] + 1),)
-    return MedianResult(values[at], indices[at])
+    n = x.shape[d]
+    nans = _sum(isnan(x), d, True)  # the sort's NaNs come last: the first is at n - count
+    pos = where(nans > 0, n - nans, (n - 1) // 2).astype(np.int64)
+    values, indices = take_along_axis(values, pos, d), take_along_axis(indices, pos, d)
+    if not keepdim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return values, indices
 
 
 _ZERO_INDEX = defop("zero_index", lambda xp, x: xp.zeros(x.shape, dtype=np.int64), kind="other")
