@@ -252,3 +252,27 @@ def test_nan_and_zero_dim_cases_follow_their_library():
     assert mg.argsort(mg.tensor(3.0), dim=0).shape == tuple(torch.argsort(torch.tensor(3.0), dim=0).shape) == ()
     values, indices = mg.sort(mg.tensor(3.0), dim=0)
     assert values.shape == indices.shape == () and indices.item() == 0
+
+
+def test_quantile_of_a_row_with_nan_is_nan_as_torchs():
+    x = np.array([[1.0, float("nan"), 2.0, 0.5], [1.0, 2.0, 3.0, 4.0]])
+    for q in (0.5, [0.1, 0.7]):
+        tq = torch.tensor(q, dtype=torch.float64) if isinstance(q, list) else q
+        _same(x, lambda t: mg.quantile(t, q, 1), lambda t: torch.quantile(t, tq, 1))
+        _same(x, lambda t: mg.quantile(t, q), lambda t: torch.quantile(t, tq))
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: mg.sort(x, dim=5), "sort"), (lambda x: x.sort(7), "sort"), (lambda x: mg.argsort(x, dim=3), "argsort"),
+    (lambda x: x.split(2, 4), "split"), (lambda x: mg.median(x, 2), "median"), (lambda x: mg.median(x, keepdim=True), "median"),
+    (lambda x: mg.cummax(x, 2), "cummax"), (lambda x: mg.cummin(x, -3), "cummin"),
+    (lambda x: mg.logcumsumexp(x, 2), "logcumsumexp"), (lambda x: mg.quantile(x, 0.5, 3), "quantile"),
+    (lambda x: mg.unique(x, dim=2), "unique"), (lambda x: mg.std_mean(x, 5), "std_mean"),
+    (lambda x: mg.var_mean(x, correction=True), "var_mean"), (lambda x: mg.topk(x, 2, 9), "topk"),
+    (lambda x: mg.logcumsumexp(mg.tensor([1, 2]), 0), "logcumsumexp"), (lambda x: mg.searchsorted(x, x, side="up"), "searchsorted"),
+])
+def test_errors_name_the_op(call, name):
+    x = mg.tensor(np.arange(6.0).reshape(2, 3))
+    with pytest.raises((TypeError, ValueError, IndexError)) as info:
+        call(x)
+    assert str(info.value).startswith(f"{name}:"), str(info.value)

@@ -126,7 +126,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
     them, in [0, 1]; a 1-D ``q`` puts its axis first) along ``dim`` (the flattened tensor when
     None), from the sorted values at rank ``q * (n - 1)``, between neighbours as ``interpolation``
     says (``linear``, ``lower``, ``higher``, ``midpoint``, ``nearest``: half to even). The gradient
-    goes to the one or two values interpolated, as PyTorch's."""
+    goes to the one or two values interpolated, as PyTorch's; a row holding NaN gives NaN."""
     x = as_tensor(input, "quantile")
     if x.dtype.kind != "f":
         raise TypeError(f"quantile: input must be float32 or float64, got {x.dtype}")
@@ -162,6 +162,9 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
         out = v_lo + (values[..., hi] - v_lo) * Tensor(w.astype(x.dtype), device=x.device)
     else:
         out = v_lo
+    # where a row holds NaN, PyTorch's quantile is its last sorted value (a NaN: the sort puts them last),
+    # which takes the gradient
+    out = where(_sum(isnan(values), -1, True) > 0, values[..., n - 1:], out)
     out = moveaxis(out, -1, 0)  # (nq,) + the other dims
     if keepdim:
         kept = tuple(1 for _ in shape) if dim is None else tuple(1 if i == d else s for i, s in enumerate(shape))
