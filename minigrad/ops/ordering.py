@@ -13,7 +13,7 @@ from .. import backend as _be
 from ..creation import as_tensor
 from ..engine import run_op
 from ..tensor import Tensor
-from ._registry import randn as _r, Sample, composite, defop, named, public
+from ._registry import Sample, composite, defop, named, public
 from .elementwise import where
 from .join import _torch_dim, moveaxis, take_along_axis, torch_sort
 from .math import isnan
