@@ -17,6 +17,7 @@ from .. import tensor_methods as _tensor_methods
 from ..tensor import Tensor
 from . import casts, einsum, elementwise, indexing, inplace, losses, matmul, reduce, shape, windows, writes  # noqa: F401 - each registers its ops
 from . import join, linalg, math, meta, products, scan  # noqa: F401 - the differentiable NumPy (issue 32)
+from . import ordering  # noqa: F401 - PyTorch's topk, median, quantile, cummax, unique... (issue 42)
 from . import numpy_dispatch
 from ._registry import Sample, composite, registry
 from .numpy_dispatch import numpy_functions  # mg.ops.numpy_functions(): the table NumPy's protocols read

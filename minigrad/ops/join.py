@@ -8,7 +8,10 @@ import numbers
 
 import numpy as np
 
+from collections import namedtuple
+
 from .. import backend as _be
+from .._util import NOARG
 from ..creation import as_tensor
 from ..engine import run_op
 from ..errors import AxisError
@@ -361,11 +364,43 @@ def _split(x, sections, axis, name, equal):
             for lo, hi in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
-@composite("split", numpy=(np.split,), samples=lambda rng: [Sample(_r(rng, 4, 3), 2), Sample(_r(rng, 4, 3), [1, 2], axis=1)])
+@composite("split", numpy=(np.split,), samples=lambda rng: [Sample(_r(rng, 4, 3), 2), Sample(_r(rng, 4, 3), [1, 2], axis=1),
+                                                           Sample(_r(rng, 5, 3), 2, dim=0), Sample(_r(rng, 4, 3), [1, 2], dim=1)])
 @named("split")
-def split(ary, indices_or_sections, axis=0):
-    """Equal sections (an int that divides the axis) or cuts at the given indices: a list of views."""
-    return _split(ary, indices_or_sections, axis, "split", True)
+def split(ary, indices_or_sections, axis=NOARG, *, dim=NOARG):
+    """NumPy's spelling (``axis``, positional or keyword): equal sections (an int that divides the
+    axis) or cuts at the given indices, a list of views. PyTorch's (``dim=``): ``split_size_or_sections``,
+    pieces of that size (the last shorter) or a list of sizes, a tuple of views (``Tensor.split``)."""
+    if dim is not NOARG:
+        if axis is not NOARG:
+            raise TypeError("split: got both axis= and its alias dim=; give one")
+        return torch_split(ary, indices_or_sections, dim)
+    return _split(ary, indices_or_sections, 0 if axis is NOARG else axis, "split", True)
+
+
+@composite("torch_split", method="split", export=False, torch=lambda th, x, s, dim=0: th.split(x, s, dim),
+           samples=lambda rng: [Sample(_r(rng, 5, 3), 2), Sample(_r(rng, 4, 3), [1, 2], dim=1), Sample(_r(rng, 4, 3), 4)])
+@named("split")
+def torch_split(input, split_size_or_sections, dim=0):  # noqa: A002
+    """PyTorch's ``split``: ``dim`` cut into pieces of ``split_size_or_sections`` (an int; the last
+    piece shorter) or of the listed sizes (which must add up to the dim), a tuple of views."""
+    x = as_tensor(input, "split")
+    if x.ndim == 0:
+        raise ValueError("split: a 0-d tensor cannot be split (shape ())")
+    d, _ = _dim_size(x, dim, "split")
+    n, s = x.shape[d], split_size_or_sections
+    if isinstance(s, numbers.Integral) and not isinstance(s, (bool, np.bool_)):
+        if s <= 0 and not (s == 0 and n == 0):
+            raise ValueError(f"split: split_size must be positive, got {s} (shape {x.shape})")
+        sizes = [min(int(s), n - lo) for lo in range(0, n, int(s))] if n else [0]
+    else:
+        sizes = [int(k) for k in s]
+        if any(k < 0 for k in sizes) or np.sum(sizes) != n:
+            raise ValueError(f"split: split sizes {sizes} must be non-negative and add up to {n}, the size of "
+                             f"dim {d} of shape {x.shape}")
+    bounds = np.cumsum([0] + sizes).tolist()
+    pre = (slice(None),) * d
+    return tuple(x[pre + (slice(lo, hi),)] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True))
 
 
 @composite("array_split", numpy=(np.array_split,), samples=lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 4, 3), [1, 3], axis=0)])
@@ -476,29 +511,91 @@ def take_along_axis(arr, indices, axis):
 
 
 ARGSORT = defop("argsort", lambda xp, x, axis: xp.argsort(x, axis=axis, kind="stable"), kind="reduce")
+SortResult = namedtuple("sort", ["values", "indices"])  # PyTorch's torch.return_types.sort
+
+
+def _sort_index(a, axis, descending, name):
+    """The stable argsort of the Tensor ``a`` along ``axis`` (descending: equal values keep their order)."""
+    if not descending:
+        return run_op(ARGSORT, a, axis=axis)
+    key = a.detach()
+    key = key.astype(np.int64) if key.dtype.kind in "bu" else key
+    return run_op(ARGSORT, -key, axis=axis)
+
+
+def _torch_dim(a, dim, name):
+    if dim is None:
+        raise TypeError(f"{name}: dim must be an int, got None")
+    return 0 if a.ndim == 0 else _ax(dim, a.ndim, name)
 
 
 @public(ARGSORT, method="argsort", numpy=(np.argsort,))
 @named("argsort")
-def argsort(a, axis=-1, kind=None, order=None):
-    """The indices that sort ``a`` along ``axis`` (a stable sort; int64, not differentiable)."""
+def argsort(a, axis=-1, kind=None, order=None, *, dim=NOARG, descending=False, stable=False):
+    """The indices that sort ``a`` along ``axis`` (a stable sort; int64, not differentiable).
+    PyTorch's ``dim=`` and ``descending=`` (equal values keep their order) are taken too."""
     a = as_tensor(a, "argsort")
+    if isinstance(kind, (bool, np.bool_)):  # Tensor.argsort(dim, descending): PyTorch's positional order
+        kind, descending = None, bool(kind)
     if order is not None:
         raise TypeError("argsort: order= (structured arrays) is not supported on Tensors")
+    if dim is not NOARG:
+        if axis != -1:
+            raise TypeError("argsort: got both axis and its alias dim=; give one")
+        if a.ndim == 0:  # PyTorch's argsort of a 0-d tensor: 0-d
+            return reshape(_sort_index(reshape(a, (1,)), 0, descending, "argsort"), ())
+        return _sort_index(a, _torch_dim(a, dim, "argsort"), descending, "argsort")
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
-    return run_op(ARGSORT, a, axis=_ax(axis, a.ndim, "argsort"))
+    if a.ndim == 0:  # NumPy's argsort of a 0-d array: [0]
+        a, axis = reshape(a, (1,)), 0
+    return _sort_index(a, _ax(axis, a.ndim, "argsort"), descending, "argsort")
 
 
-@composite("sort", numpy=(np.sort,), samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 0), Sample(_r(rng, 3, 4), None)])
+@composite("sort", numpy=(np.sort,), samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 0), Sample(_r(rng, 3, 4), None),
+                                                         Sample(_r(rng, 3, 4), dim=0, descending=True)])
 @named("sort")
-def sort(a, axis=-1, kind=None, order=None):
+def sort(a, axis=-1, kind=None, order=None, *, dim=NOARG, descending=NOARG, stable=NOARG):
     """A sorted copy along ``axis`` (flattened when None); each value's gradient goes back to
-    where it came from (ties: in stable order)."""
+    where it came from (ties: in stable order).
+
+    NumPy's spelling (``axis``, positional or keyword) returns the values; PyTorch's (``dim=``,
+    ``descending=``, ``stable=``; ``Tensor.sort``) returns PyTorch's pair ``(values, indices)``.
+    """
+    if dim is not NOARG or descending is not NOARG or stable is not NOARG:
+        if axis != -1:
+            raise TypeError("sort: got both axis and its alias dim=; give one")
+        return torch_sort(a, -1 if dim is NOARG else dim, descending is not NOARG and bool(descending))
     a = as_tensor(a, "sort")
     if axis is None:
         a, axis = reshape(a, (-1,)), 0
     return take_along_axis(a, argsort(a, axis), axis)
+
+
+def _sort_samples(rng):
+    # no ties: finite differences cannot check a gradient there (tests/test_torch_ordering.py checks them against torch)
+    return [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 0), Sample(_r(rng, 3, 4), descending=True),
+            Sample(_r(rng, 3, 3), 0, True, stable=True)]
+
+
+@composite("torch_sort", method="sort", export=False, samples=_sort_samples,
+           torch=lambda th, x, dim=-1, descending=False, stable=False: th.sort(x, dim=dim, descending=descending, stable=stable))
+@named("sort")
+def torch_sort(input, dim=-1, descending=False, stable=False):  # noqa: A002
+    """PyTorch's ``sort``: ``(values, indices)`` along ``dim``, descending if asked; the gradient goes
+    to where each value came from. The sort is stable whatever ``stable`` says (equal values keep
+    their order, descending too), so ties send their gradients as PyTorch's ``stable=True``."""
+    a = as_tensor(input, "sort")
+    if a.ndim == 0:
+        return SortResult(a.clone(), mg_zeros_like_int(a))
+    d = _torch_dim(a, dim, "sort")
+    idx = _sort_index(a, d, bool(descending), "sort")
+    return SortResult(take_along_axis(a, idx, d), idx)
+
+
+def mg_zeros_like_int(a):
+    """A 0-d int64 zero on ``a``'s device (the index of a 0-d tensor's only value)."""
+    return Tensor(_xp(a).zeros((), dtype=np.int64))
 
 
 # -- diagonals and triangles --------------------------------------------------------------------------

@@ -571,3 +571,39 @@ def log_softmax(x, axis=-1, *, dim=NOARG):
     x = as_tensor(x, "log_softmax")
     return run_op(LOG_SOFTMAX, x, axes=_axes1(axis if dim is NOARG else NOARG, dim, x.ndim, "log_softmax"))
 
+
+
+# -- std_mean / var_mean (PyTorch's; issue 42) ------------------------------------------------------
+
+
+def _stat_mean(stat, x, dim, correction, keepdim, name):
+    if isinstance(correction, (bool, np.bool_)):
+        raise TypeError(f"{name}: correction must be a number, got bool {correction!r} (unbiased=False is correction=0)")
+    x = as_tensor(x, name)
+    axis = None if dim is None else dim
+    return stat(x, axis, keepdim, correction=correction), mean(x, axis, keepdim)
+
+
+def _stat_mean_samples(rng):
+    x = rng.standard_normal((3, 4))
+    return [Sample(x), Sample(x, 1), Sample(x, (0, 1), correction=0, keepdim=True), Sample(x, dim=0, keepdim=True)]
+
+
+@composite("std_mean", kind="reduce", samples=_stat_mean_samples,
+           torch=lambda th, x, dim=None, correction=1, keepdim=False: th.std_mean(x, dim, correction=correction,
+                                                                                 keepdim=keepdim))
+@named("std_mean")
+def std_mean(input, dim=None, *, correction=1, keepdim=False):  # noqa: A002 - PyTorch's names
+    """PyTorch's ``std_mean``: ``(std, mean)`` over ``dim`` (all dims when None), the standard
+    deviation divided by ``count - correction`` (PyTorch's default 1)."""
+    return _stat_mean(std, input, dim, correction, keepdim, "std_mean")
+
+
+@composite("var_mean", kind="reduce", samples=_stat_mean_samples,
+           torch=lambda th, x, dim=None, correction=1, keepdim=False: th.var_mean(x, dim, correction=correction,
+                                                                                 keepdim=keepdim))
+@named("var_mean")
+def var_mean(input, dim=None, *, correction=1, keepdim=False):  # noqa: A002
+    """PyTorch's ``var_mean``: ``(var, mean)`` over ``dim`` (all dims when None), the variance
+    divided by ``count - correction`` (PyTorch's default 1)."""
+    return _stat_mean(var, input, dim, correction, keepdim, "var_mean")
