@@ -387,13 +387,21 @@ def _as64(x):
     return x.astype(np.float64) if x.dtype != np.float64 else x
 
 
+def _fdtype(x):
+    """The result dtype of a special function of ``x`` (PyTorch's names): its own when floating, else the
+    default float dtype (``mg.get_default_dtype()``), as PyTorch's for an integer tensor."""
+    from ..tensor import get_default_dtype
+
+    return x.dtype if x.dtype.kind == "f" else np.dtype(get_default_dtype())
+
+
 def _erfc_cody(x):
     """erfc(x) elementwise on a NumPy/CuPy float array, to a few ulps in float64 (Cody's three ranges)."""
     xp = array_module(x)
     x64 = _as64(x)
     y, small, tail = _cody(x64, xp)
     pos = xp.where(y <= _SMALL, 1.0 - small, tail)  # erfc(|x|)
-    return xp.where(x64 < 0, 2.0 - pos, pos).astype(x.dtype, copy=False)
+    return xp.where(x64 < 0, 2.0 - pos, pos).astype(_fdtype(x), copy=False)
 
 
 def _erf_cody(x):
@@ -402,7 +410,7 @@ def _erf_cody(x):
     x64 = _as64(x)
     y, small, tail = _cody(x64, xp)
     out = xp.where(y <= _SMALL, small, 1.0 - tail)
-    return xp.where(x64 < 0, -out, out).astype(x.dtype, copy=False)
+    return xp.where(x64 < 0, -out, out).astype(_fdtype(x), copy=False)
 
 
 _TWO_OVER_SQRTPI = 2.0 / math.sqrt(math.pi)
@@ -437,7 +445,7 @@ def _erfinv_fwd(xp, x):
         step_one = (xp.log(safe) - xp.log(xp.where(near_one, 1.0 - zc, 1.0))) * safe / slope
         y = y - xp.where(near_one, -step_one, (erf_y - zc) / slope)
     y = xp.where(inside, y, xp.where(z == 1.0, np.inf, np.nan))
-    return xp.where(x64 < 0, -y, y).astype(x.dtype, copy=False)
+    return xp.where(x64 < 0, -y, y).astype(_fdtype(x), copy=False)
 
 
 erf = row("erf", lambda xp, x: _erf_cody(x),
@@ -454,9 +462,140 @@ erfinv = row("erfinv", _erfinv_fwd, lambda ctx, g: (g * ctx.xp.exp(ctx.out * ctx
              doc="The inverse of erf on (-1, 1) (±inf at ±1, NaN beyond); gradient sqrt(pi)/2 exp(erfinv(x)²).")
 
 
+# -- lgamma, digamma, polygamma (no SciPy: reflection below 1/2, the recurrence up to 12, then the
+# asymptotic series; every step an array op, so NumPy and CuPy alike) -------------------------------
+
+_B2K = (1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6, -3617 / 510, 43867 / 798, -174611 / 330)
+_ASYM = 12.0  # the series from here on (12 + n for polygamma n), to an ulp or two in float64
+
+
+def _abs_sinpi(xp, x):
+    return xp.abs(xp.sin(math.pi * (x - xp.round(x))))  # |sin(pi x)| without pi x's rounding: 0 at the integers
+
+
+def _cotpi(xp, x):
+    r = x - xp.round(x)
+    return xp.cos(math.pi * r) / xp.sin(math.pi * r)
+
+
+def _shift(xp, x, until, each):
+    """``x`` moved up by whole steps to ``until`` or beyond (``x >= 0.5``), and the sum of ``each(s)`` over
+    the values it passed."""
+    acc = xp.zeros_like(x)
+    for _ in range(int(math.ceil(until - 0.5))):
+        low = x < until
+        acc = acc + xp.where(low, each(x), 0.0)
+        x = xp.where(low, x + 1.0, x)
+    return x, acc
+
+
+def _lgamma_fwd(xp, x):
+    """log |Gamma(x)|: Stirling's series beyond 12, the recurrence below, the reflection below 1/2."""
+    x64 = _as64(x)
+    refl = x64 < 0.5
+    z = xp.where(refl, 1.0 - x64, x64)
+    s, logs = _shift(xp, z, _ASYM, xp.log)
+    inv, inv2 = 1.0 / s, 1.0 / (s * s)
+    series = 0.0
+    for k in range(8, 0, -1):  # sum B_2k / (2k (2k - 1) s^(2k - 1)), by Horner in 1/s^2
+        series = series * inv2 + _B2K[k - 1] / (2 * k * (2 * k - 1))
+    out = (s - 0.5) * xp.log(s) - s + 0.5 * math.log(2 * math.pi) + series * inv - logs
+    out = xp.where(refl, math.log(math.pi) - xp.log(_abs_sinpi(xp, xp.where(refl, x64, 0.5))) - out, out)
+    out = xp.where((x64 == 1.0) | (x64 == 2.0), 0.0, out)  # exactly, as PyTorch's
+    return xp.where(xp.isinf(x64), np.inf, out).astype(_fdtype(x), copy=False)
+
+
+def _cot_derivative(n):
+    """The coefficients (lowest first) of the polynomial Q_n with d^n/dx^n cot(pi x) = Q_n(cot(pi x))."""
+    q = np.polynomial.Polynomial([0.0, 1.0])
+    for _ in range(n):
+        q = q.deriv() * np.polynomial.Polynomial([-math.pi, 0.0, -math.pi])  # (cot)' = -pi (1 + cot^2)
+    return q.coef
+
+
+def _polygamma_fwd(xp, x, n):
+    """The n-th derivative of digamma: the asymptotic series beyond 12 + n, the recurrence
+    psi_n(x) = psi_n(x + 1) - (-1)^n n! / x^(n+1) below, and the reflection
+    psi_n(x) = (-1)^n psi_n(1 - x) - pi d^n/dx^n cot(pi x) below 1/2."""
+    x64 = _as64(x)
+    refl = x64 < 0.5
+    z = xp.where(refl, 1.0 - x64, x64)
+    fact = math.factorial(n)
+    s, acc = _shift(xp, z, _ASYM + n, lambda v: 1.0 / v ** (n + 1))
+    inv, inv2 = 1.0 / s, 1.0 / (s * s)
+    if n == 0:
+        series = 0.0
+        for k in range(8, 0, -1):  # log s - 1/(2s) - sum B_2k / (2k s^2k)
+            series = series * inv2 + _B2K[k - 1] / (2 * k)
+        out = xp.log(s) - 0.5 * inv - series * inv2
+    else:
+        series = 0.0
+        for k in range(10, 0, -1):  # sum B_2k (2k + n - 1)! / ((2k)! s^(2k + n))
+            series = series * inv2 + _B2K[k - 1] * math.factorial(2 * k + n - 1) / math.factorial(2 * k)
+        out = (math.factorial(n - 1) + 0.5 * fact * inv + series * inv2) * inv ** n * (-1) ** (n + 1)
+    out = out - (-1) ** n * fact * acc
+    c = _cotpi(xp, xp.where(refl, x64, 0.5))
+    cot_n = 0.0
+    for coef in _cot_derivative(n)[::-1]:
+        cot_n = cot_n * c + coef
+    out = xp.where(refl, (-1) ** n * out - math.pi * cot_n, out)
+    pole = (x64 <= 0) & (x64 == xp.floor(x64))
+    if n == 0:  # PyTorch's: -inf at 0, NaN at the negative integers, inf at inf
+        out = xp.where(pole, xp.where(x64 == 0, -np.inf, np.nan), out)
+        out = xp.where(x64 == np.inf, np.inf, out)
+    else:  # PyTorch's sign of infinity at every pole
+        out = xp.where(pole, (-1) ** (n + 1) * np.inf, out)
+    return out.astype(_fdtype(x), copy=False)
+
+
+def _polygamma_rule(ctx, g, n):
+    return (g * ctx.xp.polygamma(ctx.saved[0], n=n + 1),)
+
+
+def _gamma_samples(rng):
+    return [Sample(rng.uniform(0.2, 15.0, (3, 4))), Sample(-rng.integers(0, 3, 5) - rng.uniform(0.15, 0.85, 5)),
+            Sample(np.asarray(rng.uniform(1.0, 30.0)))]
+
+
+def _shifted_torch(th, x, n):
+    """PyTorch's polygamma(n, x), moved to x + 10 by the exact recurrence: its trigamma (and so digamma's
+    gradient) is good to ~5e-10 only below 10 (minigrad's is checked against mpmath in tests/test_torch_math.py)."""
+    return th.polygamma(n, x + 10) - (-1) ** n * math.factorial(n) * sum((x + k) ** -(n + 1) for k in range(10))
+
+
+lgamma = row("lgamma", _lgamma_fwd, lambda ctx, g: (g * ctx.xp.polygamma(ctx.saved[0], n=0),), family=UNARY,
+             save=(0,), samples=_gamma_samples,
+             doc="log |Gamma(x)| (PyTorch's ``lgamma``; inf at the poles; no SciPy needed); gradient digamma(x).")
+
+POLYGAMMA = defop("polygamma", _polygamma_fwd, _polygamma_rule, save=(0,), kind="elementwise",
+                  torch=_shifted_torch,
+                  samples=lambda rng: [Sample(s.args[0], n=n) for n in (0, 1, 3) for s in _gamma_samples(rng)[:2]])
+
+
+@public(POLYGAMMA)
+@named("polygamma")
+def polygamma(n, input):  # noqa: A002 - PyTorch's names and order
+    """PyTorch's ``polygamma(n, input)``: the n-th derivative of digamma (n = 0: digamma itself); its
+    gradient is polygamma(n + 1). No SciPy needed."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise TypeError(f"polygamma: n must be a non-negative int, got {type(n).__name__} {n!r}")
+    from ..creation import as_tensor
+
+    return run_op(POLYGAMMA, as_tensor(input, "polygamma"), n=int(n))
+
+
+@composite("digamma", kind="elementwise", method="digamma", samples=_gamma_samples,
+           torch=lambda th, x: _shifted_torch(th, x, 0))
+@named("digamma")
+def digamma(input):  # noqa: A002
+    """PyTorch's ``digamma``: d/dx lgamma(x) (-inf at 0, NaN at the negative integers, as PyTorch's);
+    gradient polygamma(1, x)."""
+    return polygamma(0, input)
+
+
 # -- PyTorch's math names (composites of the ops above, or one row) ------------------------------
 
-rsqrt = row("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x), lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,),
+rsqrt = row("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x if x.dtype.kind == "f" else x.astype(_fdtype(x))), lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,),
             family=UNARY, save_out=True, samples=_unary_samples(low=0.2),
             doc="PyTorch's ``rsqrt``: 1 / sqrt(x); gradient -1/2 x^(-3/2).")
 
@@ -480,7 +619,11 @@ def _logit_torch(th, x, eps=None):
 def logit(input, eps=None):  # noqa: A002
     """PyTorch's ``logit``: log(x / (1 - x)); with ``eps``, x is clamped to [eps, 1 - eps] first (its
     gradient 0 outside, as PyTorch's)."""
-    x = input
+    from ..creation import as_tensor
+
+    x = as_tensor(input, "logit")
+    if x.dtype.kind != "f":
+        x = x.astype(_fdtype(x))  # PyTorch's: an integer tensor's logit in the default float dtype
     if eps is not None:
         x = _ew.clip(x, float(eps), 1.0 - float(eps))
     return _ew.log(x / (1.0 - x))
