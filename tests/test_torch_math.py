@@ -125,8 +125,8 @@ def test_nansum_nanmean_dim_and_methods():
     x = rng.standard_normal((3, 4))
     x[0, 1] = x[2, 2] = np.nan
     for kw in ({}, {"dim": 1}, {"dim": 0, "keepdim": True}, {"dim": (0, 1)}):
-        _check(lambda t: t.nansum(**kw), lambda t: t.nansum(**kw), x)
-        _check(lambda t: mg.nanmean(t, **kw), lambda t: torch.nanmean(t, **kw), x)
+        _check(lambda t, kw=kw: t.nansum(**kw), lambda t, kw=kw: t.nansum(**kw), x)
+        _check(lambda t, kw=kw: mg.nanmean(t, **kw), lambda t, kw=kw: torch.nanmean(t, **kw), x)
     _check(lambda t: t.nanmean(1), lambda t: t.nanmean(1), x)  # positional axis, the same in both
 
 
@@ -200,10 +200,10 @@ def test_lgamma_digamma_polygamma_match_torch():
     _check(lambda t: t.digamma(), lambda t: t.digamma(), x, rtol=1e-13)
     pos = GAMMA_X[GAMMA_X > 0]
     for n in (2, 3):
-        _check(lambda t: mg.polygamma(n, t), lambda t: torch.polygamma(n, t), pos, rtol=1e-12, atol=1e-14)
+        _check(lambda t, n=n: mg.polygamma(n, t), lambda t, n=n: torch.polygamma(n, t), pos, rtol=1e-12, atol=1e-14)
         neg = GAMMA_X[GAMMA_X < 0]
-        np.testing.assert_allclose(mg.polygamma(n, mg.tensor(neg)).numpy(), torch.polygamma(n, torch.tensor(neg)).numpy(),
-                                   rtol=1e-9)
+        np.testing.assert_allclose(mg.polygamma(n, mg.tensor(neg)).numpy(),
+                                   torch.polygamma(n, torch.tensor(neg)).numpy(), rtol=1e-9)
 
 
 def test_gamma_poles_and_limits_as_torch():

@@ -595,8 +595,12 @@ def digamma(input):  # noqa: A002
 
 # -- PyTorch's math names (composites of the ops above, or one row) ------------------------------
 
-rsqrt = row("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x if x.dtype.kind == "f" else x.astype(_fdtype(x))), lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,),
-            family=UNARY, save_out=True, samples=_unary_samples(low=0.2),
+def _rsqrt_fwd(xp, x):
+    return 1.0 / xp.sqrt(x if x.dtype.kind == "f" else x.astype(_fdtype(x)))  # an integer tensor: PyTorch's float dtype
+
+
+rsqrt = row("rsqrt", _rsqrt_fwd, lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,), family=UNARY,
+            save_out=True, samples=_unary_samples(low=0.2),
             doc="PyTorch's ``rsqrt``: 1 / sqrt(x); gradient -1/2 x^(-3/2).")
 
 
@@ -634,7 +638,8 @@ def _lerp_torch(th, x, end, weight):
 
 
 @composite("lerp", kind="elementwise", method="lerp", torch=_lerp_torch,
-           samples=lambda rng: [Sample(_r(rng, 3, 4), _r(rng, 3, 4), 0.3), Sample(_r(rng, 3, 4), _r(rng, 4), _r(rng, 3, 1)),
+           samples=lambda rng: [Sample(_r(rng, 3, 4), _r(rng, 3, 4), 0.3),
+                                Sample(_r(rng, 3, 4), _r(rng, 4), _r(rng, 3, 1)),
                                 Sample(_r(rng, 4), _r(rng, 4), _r(rng, 4))])
 @named("lerp")
 def lerp(input, end, weight):  # noqa: A002

@@ -182,10 +182,13 @@ def _diff_samples(rng):
             Sample(x, 1, dim=0)]
 
 
-@composite("diff", kind="reduce", numpy=(np.diff,), samples=_diff_samples, method="diff",
-           torch=lambda th, x, n=1, axis=-1, prepend=None, append=None, dim=None: th.diff(
-               x, n, axis if dim is None else dim, None if prepend is None else th.full_like(x.narrow(axis, 0, 1), prepend),
-               None if append is None else th.as_tensor(append)))
+def _diff_torch(th, x, n=1, axis=-1, prepend=None, append=None, dim=None):
+    axis = axis if dim is None else dim
+    pre = None if prepend is None else th.full_like(x.narrow(axis, 0, 1), prepend)
+    return th.diff(x, n, axis, pre, None if append is None else th.as_tensor(append))
+
+
+@composite("diff", kind="reduce", numpy=(np.diff,), samples=_diff_samples, method="diff", torch=_diff_torch)
 @named("diff")
 def diff(x, n=1, axis=NOARG, prepend=NOARG, append=NOARG, *, dim=NOARG):
     """The n-th discrete difference along ``axis`` (PyTorch's ``dim=``; default the last; NumPy's
