@@ -572,11 +572,15 @@ POLYGAMMA = defop("polygamma", _polygamma_fwd, _polygamma_rule, save=(0,), kind=
                   samples=lambda rng: [Sample(s.args[0], n=n) for n in (0, 1, 3) for s in _gamma_samples(rng)[:2]])
 
 
-@public(POLYGAMMA)
+@public(POLYGAMMA, method="polygamma")
 @named("polygamma")
 def polygamma(n, input):  # noqa: A002 - PyTorch's names and order
     """PyTorch's ``polygamma(n, input)``: the n-th derivative of digamma (n = 0: digamma itself); its
-    gradient is polygamma(n + 1). No SciPy needed."""
+    gradient is polygamma(n + 1). No SciPy needed. The method is PyTorch's too: ``t.polygamma(n)``."""
+    from ..tensor import Tensor
+
+    if isinstance(n, Tensor) and not isinstance(input, Tensor):  # the method, t.polygamma(n)
+        n, input = input, n
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)) or n < 0:
         raise TypeError(f"polygamma: n must be a non-negative int, got {type(n).__name__} {n!r}")
     from ..creation import as_tensor
