@@ -22,6 +22,7 @@ from ..ops import elementwise as _ew
 from ..ops import reduce as _red
 from ..creation import as_tensor
 from ..ops._registry import randn as _r, Sample, composite, defop
+from ..ops.math import _erfc_cody  # Cody's erfc lives with the ops (erf, erfc, erfinv)
 from ..ops.elementwise import relu, sigmoid, tanh  # the ops themselves: F.relu is mg.relu (one function, one rule)
 
 __all__ = ["relu", "tanh", "sigmoid", "leaky_relu", "elu", "softplus", "gelu", "silu", "softmax", "log_softmax"]
@@ -74,22 +75,6 @@ def log_softmax(x, dim=-1):
 
 # -- gelu: x times the normal CDF ------------------------------------------------------------------
 
-# W. J. Cody's rational approximations of erf / erfc (Math. Comp. 23, 1969; netlib specfun CALERF)
-_ERF_A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02, 3.20937758913846947e03,
-          1.85777706184603153e-1)
-_ERF_B = (2.36012909523441209e01, 2.44024637934444173e02, 1.28261652607737228e03, 2.84423683343917062e03)
-_ERF_C = (5.64188496988670089e-1, 8.88314979438837594e00, 6.61191906371416295e01, 2.98635138197400131e02,
-          8.81952221241769090e02, 1.71204761263407058e03, 2.05107837782607147e03, 1.23033935479799725e03,
-          2.15311535474403846e-8)
-_ERF_D = (1.57449261107098347e01, 1.17693950891312499e02, 5.37181101862009858e02, 1.62138957456669019e03,
-          3.29079923573345963e03, 4.36261909014324716e03, 3.43936767414372164e03, 1.23033935480374942e03)
-_ERF_P = (3.05326634961232344e-1, 3.60344899949804439e-1, 1.25781726111229246e-1, 1.60837851487422766e-2,
-          6.58749161529837803e-4, 1.63153871373020978e-2)
-_ERF_Q = (2.56852019228982242e00, 1.87295284992346725e00, 5.27905102951428412e-1, 6.05183413124413191e-2,
-          2.33520497626869185e-3)
-_SQRPI = 5.6418958354775628695e-1  # 1 / sqrt(pi)
-
-
 def _erfc_array(x):
     """erfc(x) elementwise on a NumPy/CuPy float array: SciPy's (or CuPy's) where installed,
     else Cody's approximation (``_erfc_cody``), which agrees with them to a few ulps."""
@@ -106,44 +91,6 @@ def _erfc_array(x):
     except ImportError:
         pass
     return _erfc_cody(x)
-
-
-def _erfc_cody(x):
-    """erfc(x) elementwise, to a few ulps in float64: Cody's three ranges, every op an array op."""
-    xp = _be.array_module(x)
-    x64 = x.astype(np.float64)
-    y = xp.abs(x64)
-    # |x| <= 0.46875: erf(y) = y P(y^2) / Q(y^2)
-    ysq = y * y
-    num = _ERF_A[4] * ysq
-    den = ysq
-    for i in range(3):
-        num = (num + _ERF_A[i]) * ysq
-        den = (den + _ERF_B[i]) * ysq
-    small = 1.0 - y * (num + _ERF_A[3]) / (den + _ERF_B[3])
-    # 0.46875 < |x| <= 4: erfc(y) = exp(-y^2) P(y) / Q(y)
-    num = _ERF_C[8] * y
-    den = y
-    for i in range(7):
-        num = (num + _ERF_C[i]) * y
-        den = (den + _ERF_D[i]) * y
-    mid = (num + _ERF_C[7]) / (den + _ERF_D[7])
-    # |x| > 4: erfc(y) = exp(-y^2) / y (1 / sqrt(pi) + P(1/y^2) / (y^2 Q(1/y^2)))
-    yl = xp.maximum(y, 4.0)
-    isq = 1.0 / (yl * yl)
-    num = _ERF_P[5] * isq
-    den = isq
-    for i in range(4):
-        num = (num + _ERF_P[i]) * isq
-        den = (den + _ERF_Q[i]) * isq
-    large = (_SQRPI - isq * (num + _ERF_P[4]) / (den + _ERF_Q[4])) / yl
-    # exp(-y^2) as exp(-t^2) exp(-(y - t)(y + t)) with t = y rounded down to 1/16: no lost digits
-    t = xp.floor(y * 16.0) / 16.0
-    scale = xp.exp(-t * t) * xp.exp(-(y - t) * (y + t))
-    tail = scale * xp.where(y <= 4.0, mid, large)
-    pos = xp.where(y <= 0.46875, small, tail)               # erfc(|x|)
-    out = xp.where(x64 < 0, 2.0 - pos, pos)
-    return out.astype(x.dtype, copy=False)
 
 
 def _normal_cdf(xp, x):

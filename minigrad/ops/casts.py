@@ -1,4 +1,5 @@
-"""The dtype casts Tensor methods name after a dtype (``x.float()``, ``x.double()``, ``x.long()``):
+"""The dtype casts Tensor methods name after a dtype (``x.float()``, ``x.double()``, ``x.long()``,
+``x.int()``, ``x.short()``, ``x.half()``, ``x.bool()``):
 rows of one family, each ``astype`` to its dtype, no op of their own; and PyTorch's ``type_as``
 (``astype`` to another tensor's dtype)."""
 from __future__ import annotations
@@ -25,6 +26,10 @@ CAST = Family("cast", _cast_fn, reads=("dtype",))  # Tensor's methods named afte
 float_ = row("float", family=CAST, dtype=np.float32, export=False)
 double = row("double", family=CAST, dtype=np.float64, export=False)
 long = row("long", family=CAST, dtype=np.int64, export=False)
+int_ = row("int", family=CAST, dtype=np.int32, export=False)  # PyTorch's int is 32-bit
+short = row("short", family=CAST, dtype=np.int16, export=False)
+half = row("half", family=CAST, dtype=np.float16, export=False)
+bool_ = row("bool", family=CAST, dtype=np.bool_, export=False)
 
 
 def _dtype_of(other, op):

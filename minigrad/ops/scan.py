@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._util import NOARG
+from collections import namedtuple
+
+from .._util import NOARG, pick
 from .._xp import array_module, is_cupy_array
 from ..creation import as_tensor
 from ..engine import run_op
 from ..tensor import Tensor
 from ._registry import Sample, composite, defop, linear_jvp, named, public
-from .reduce import _axes_info, _kept, max as _max, min as _min, normalize_axis, result_dtype, sum as _sum
+from .reduce import reduce_args, _axes_info, _kept, max as _max, min as _min, normalize_axis, result_dtype, sum as _sum
 from .elementwise import where as _where
+
+_MinMax = namedtuple("aminmax", ["min", "max"])  # PyTorch's torch.return_types.aminmax
 
 
 def _torch_prod(th, x, axes, keepdims, dtype=None):
@@ -174,18 +178,24 @@ def cumprod(x, axis=None, dtype=None):
 
 def _diff_samples(rng):
     x = rng.standard_normal((3, 5))
-    return [Sample(x), Sample(x, 2, 0), Sample(x, 1, -1, prepend=0.5), Sample(x[0], 3, append=rng.standard_normal(2))]
+    return [Sample(x), Sample(x, 2, 0), Sample(x, 1, -1, prepend=0.5), Sample(x[0], 3, append=rng.standard_normal(2)),
+            Sample(x, 1, dim=0)]
 
 
-@composite("diff", kind="reduce", numpy=(np.diff,), samples=_diff_samples,
-           torch=lambda th, x, n=1, axis=-1, prepend=None, append=None: th.diff(
-               x, n, axis, None if prepend is None else th.full_like(x.narrow(axis, 0, 1), prepend),
-               None if append is None else th.as_tensor(append)))
+def _diff_torch(th, x, n=1, axis=-1, prepend=None, append=None, dim=None):
+    axis = axis if dim is None else dim
+    pre = None if prepend is None else th.full_like(x.narrow(axis, 0, 1), prepend)
+    return th.diff(x, n, axis, pre, None if append is None else th.as_tensor(append))
+
+
+@composite("diff", kind="reduce", numpy=(np.diff,), samples=_diff_samples, method="diff", torch=_diff_torch)
 @named("diff")
-def diff(x, n=1, axis=-1, prepend=NOARG, append=NOARG):
-    """The n-th discrete difference along ``axis`` (NumPy's ``prepend``/``append`` included)."""
+def diff(x, n=1, axis=NOARG, prepend=NOARG, append=NOARG, *, dim=NOARG):
+    """The n-th discrete difference along ``axis`` (PyTorch's ``dim=``; default the last; NumPy's
+    ``prepend``/``append`` included)."""
     from .shape import broadcast_to, concatenate
 
+    axis = pick("axis", axis, "dim", dim, -1, "diff")
     x = as_tensor(x, "diff")
     (axis,) = normalize_axis(axis, x.ndim, "diff")
     parts = []
@@ -263,18 +273,62 @@ def _am_samples(rng):
             Sample(rng.permutation(6).reshape(2, 3) * 0.3, axis=-1, keepdims=True)]
 
 
-@composite("amax", kind="reduce", numpy=(np.amax,), samples=_am_samples)
+def _am_torch(name):
+    def oracle(th, x, axis=None, keepdims=False, dim=None, keepdim=None):
+        dim = axis if dim is None else dim
+        return getattr(th, name)(x, () if dim is None else dim, keepdims if keepdim is None else keepdim)
+
+    return oracle
+
+
+def _am_samples_torch(rng):
+    return _am_samples(rng) + [Sample(rng.permutation(24).reshape(2, 3, 4) * 0.1, dim=(0, 2), keepdim=True),
+                               Sample(rng.permutation(12).reshape(3, 4) * 0.1, dim=0)]
+
+
+def _am_axes(x, axis, keepdims, dim, keepdim, op):
+    """amax's / amin's arguments: NumPy's ``axis``/``keepdims`` or PyTorch's ``dim``/``keepdim`` (an int or a
+    tuple; PyTorch's ``dim=()`` is every axis, as ``torch.amax``'s default)."""
+    if dim is not NOARG and dim is not None and isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
+    x, axes, keepdims = reduce_args(x, axis, keepdims, dim, keepdim, op)
+    return x, axes, keepdims
+
+
+@composite("amax", kind="reduce", numpy=(np.amax,), samples=_am_samples_torch, method="amax", torch=_am_torch("amax"))
 @named("amax")
-def amax(x, axis=None, keepdims=False):
-    """NumPy's ``amax``: ``max`` over ``axis`` (values only; ties share the gradient)."""
-    return _max(x, axis=axis, keepdims=keepdims)
+def amax(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
+    """``max`` over ``axis`` (NumPy's ``amax``) or ``dim`` (PyTorch's, an int or a tuple): the values only,
+    the gradient split evenly among ties (as ``torch.amax``'s)."""
+    x, axes, keepdims = _am_axes(x, axis, keepdims, dim, keepdim, "amax")
+    return _max(x, axis=axes, keepdims=keepdims)
 
 
-@composite("amin", kind="reduce", numpy=(np.amin,), samples=_am_samples)
+@composite("amin", kind="reduce", numpy=(np.amin,), samples=_am_samples_torch, method="amin", torch=_am_torch("amin"))
 @named("amin")
-def amin(x, axis=None, keepdims=False):
-    """NumPy's ``amin``: ``min`` over ``axis`` (values only; ties share the gradient)."""
-    return _min(x, axis=axis, keepdims=keepdims)
+def amin(x, axis=NOARG, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
+    """``min`` over ``axis`` (NumPy's ``amin``) or ``dim`` (PyTorch's, an int or a tuple): the values only,
+    the gradient split evenly among ties (as ``torch.amin``'s)."""
+    x, axes, keepdims = _am_axes(x, axis, keepdims, dim, keepdim, "amin")
+    return _min(x, axis=axes, keepdims=keepdims)
+
+
+def _aminmax_torch(th, x, dim=None, keepdim=False):
+    return tuple(th.aminmax(x, dim=dim, keepdim=keepdim))
+
+
+@composite("aminmax", kind="reduce", method="aminmax", torch=_aminmax_torch, samples=lambda rng: [
+    Sample(rng.permutation(12).reshape(3, 4) * 0.1), Sample(rng.permutation(12).reshape(3, 4) * 0.1, dim=1),
+    Sample(rng.permutation(24).reshape(2, 3, 4) * 0.1, dim=-1, keepdim=True)])
+@named("aminmax")
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002 - PyTorch's name
+    """PyTorch's ``aminmax``: the named pair ``(min, max)`` over ``dim`` (one int; None: every element),
+    each with ``amin``'s / ``amax``'s gradient (split evenly among ties)."""
+    if dim is not None and (isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer))):
+        raise TypeError(f"aminmax: dim must be one int or None, got {type(dim).__name__} {dim!r}")
+    x = as_tensor(input, "aminmax")
+    axis = NOARG if dim is None else dim
+    return _MinMax(amin(x, axis, keepdim), amax(x, axis, keepdim))
 
 
 @composite("ptp", kind="reduce", numpy=(np.ptp,), samples=lambda rng: [
@@ -291,21 +345,43 @@ def _nan_samples(rng):
     return [Sample(x), Sample(x, 1), Sample(x, 0, keepdims=True)]
 
 
-@composite("nansum", kind="reduce", numpy=(np.nansum,), samples=_nan_samples)
+def _nan_torch(name):
+    def oracle(th, x, axis=None, keepdims=False, dim=None, keepdim=False):
+        dim = axis if dim is None else dim
+        return getattr(th, name)(x) if dim is None else getattr(th, name)(x, dim, keepdims or keepdim)
+
+    return oracle
+
+
+def _nan_samples_torch(rng):
+    x = _nan_samples(rng)[0].args[0]
+    return _nan_samples(rng) + [Sample(x, dim=1), Sample(x, dim=(0, 1), keepdim=True)]
+
+
+@composite("nansum", kind="reduce", numpy=(np.nansum,), samples=_nan_samples_torch, method="nansum",
+           torch=_nan_torch("nansum"))
 @named("nansum")
-def nansum(x, axis=None, dtype=None, keepdims=False):
-    """Sum treating NaN as 0; a NaN's gradient is 0."""
+def nansum(x, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
+    """Sum treating NaN as 0; a NaN's gradient is 0. NumPy's ``axis``/``keepdims`` or PyTorch's ``dim``/``keepdim``."""
     from .math import isnan
+
+    axis = pick("axis", axis, "dim", dim, None, "nansum")
+    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "nansum"))
 
     x = as_tensor(x, "nansum")
     return _sum(_where(isnan(x), 0.0, x) if x.dtype.kind == "f" else x, axis, keepdims, dtype)
 
 
-@composite("nanmean", kind="reduce", numpy=(np.nanmean,), samples=_nan_samples)
+@composite("nanmean", kind="reduce", numpy=(np.nanmean,), samples=_nan_samples_torch, method="nanmean",
+           torch=_nan_torch("nanmean"))
 @named("nanmean")
-def nanmean(x, axis=None, dtype=None, keepdims=False):
-    """Mean of the non-NaN elements; a NaN's gradient is 0."""
+def nanmean(x, axis=NOARG, dtype=None, keepdims=NOARG, *, dim=NOARG, keepdim=NOARG):
+    """Mean of the non-NaN elements; a NaN's gradient is 0. NumPy's ``axis``/``keepdims`` or PyTorch's
+    ``dim``/``keepdim``."""
     from .math import isnan
+
+    axis = pick("axis", axis, "dim", dim, None, "nanmean")
+    keepdims = bool(pick("keepdims", keepdims, "keepdim", keepdim, False, "nanmean"))
 
     x = as_tensor(x, "nanmean")
     if x.dtype.kind != "f":
