@@ -65,7 +65,7 @@ RTOL = 1e-9
 REG = mg.ops.registry()
 OPS = sorted(name for name, op in REG.items() if op.torch is not None and op.forward is not None)
 # ops whose domain is narrower than the positive values ``positive`` gives
-DOMAINS = {"arcsin": "unit", "arccos": "unit", "arctanh": "unit", "arccosh": "above1"}
+DOMAINS = {"arcsin": "unit", "arccos": "unit", "arctanh": "unit", "arccosh": "above1", "erfinv": "unit", "logit": "prob"}
 
 COMPOSITIONS = ("values", "rev", "rev over rev", "fwd", "rev over fwd", "fwd over fwd", "fwd over rev")
 
@@ -304,10 +304,13 @@ class Program:
         return self.apply("positive", [p], f, f, "{}.sigmoid() + 0.5")
 
     def inside(self, p, domain):
-        """A value in an op's domain (``DOMAINS``): (-0.9, 0.9) ("unit") or (1.2, 2.2) ("above1")."""
+        """A value in an op's domain (``DOMAINS``): (-0.9, 0.9) ("unit"), (0.1, 0.9) ("prob") or (1.2, 2.2) ("above1")."""
         if domain == "unit":
             f = lambda x: x.tanh() * 0.9  # noqa: E731
             return self.apply("unit", [p], f, f, "{}.tanh() * 0.9")
+        if domain == "prob":
+            f = lambda x: x.sigmoid() * 0.8 + 0.1  # noqa: E731
+            return self.apply("prob", [p], f, f, "{}.sigmoid() * 0.8 + 0.1")
         f = lambda x: x.sigmoid() + 1.2  # noqa: E731
         return self.apply("above1", [p], f, f, "{}.sigmoid() + 1.2")
 
