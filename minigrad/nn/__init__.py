@@ -22,6 +22,7 @@ from .layers_activation import (  # layers_activation.py: the activation layers 
 from .layers_conv import (  # layers_conv.py: convolution, pooling and batch norm layers
     AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d,
 )
+from .layers_recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # layers_recurrent.py: RNN, LSTM, GRU
 from .losses import (  # losses.py: the loss modules (their functions are in functional)
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
     CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss,
@@ -37,4 +38,5 @@ __all__ = [
     "BatchNorm2d", "GELU", "SiLU", "Softmax", "utils",
     "LogSoftmax", "Mish", "Hardtanh", "Unflatten", "ParameterDict", "GroupNorm", "RMSNorm", "ZeroPad2d",
     "PixelShuffle", "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
+    "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
 ]
