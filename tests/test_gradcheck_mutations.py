@@ -34,7 +34,7 @@ from test_registry import REG, _call, _inputs
 # derivatives that are zero wherever they exist, so that a corrupted rule is the same rule: op ->
 # the inputs concerned (None: all of them, the op is piecewise constant)
 ZERO = {"sign": None, "floor": None, "ceil": None, "trunc": None, "rint": None, "round": None,
-        "floor_divide_": None,
+        "floor_divide_": None, "floor_": None, "ceil_": None, "round_": None,  # (their in-place forms)
         "copy_": (0,), "fill_": (0,),  # the destination is overwritten: no gradient reaches it
         "copysign": (1,)}              # only the sign of y is read
 
