@@ -14,6 +14,7 @@ from .module import Module, Parameter, StateDictError  # module.py: Module, Para
 from .layers import (  # layers.py: the containers and the basic layers
     Dropout, Embedding, Flatten, Identity, LayerNorm, Linear, ModuleDict, ModuleList, ParameterList, Sequential,
     GroupNorm, ParameterDict, PixelShuffle, RMSNorm, Unflatten, ZeroPad2d,
+    EmbeddingBag,
 )
 from .layers_activation import (  # layers_activation.py: the activation layers (their functions: activations.py)
     ELU, GELU, LeakyReLU, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh,
@@ -21,8 +22,10 @@ from .layers_activation import (  # layers_activation.py: the activation layers 
 )
 from .layers_conv import (  # layers_conv.py: convolution, pooling and batch norm layers
     AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, Conv1d, Conv2d, MaxPool1d, MaxPool2d,
+    ConvTranspose2d,
 )
 from .layers_recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # layers_recurrent.py: RNN, LSTM, GRU
+from .upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # upsample.py: F.interpolate's layers
 from .losses import (  # losses.py: the loss modules (their functions are in functional)
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
     CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss,
@@ -40,3 +43,4 @@ __all__ = [
     "PixelShuffle", "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
 ]
+__all__ += ["ConvTranspose2d", "EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]

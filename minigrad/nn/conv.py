@@ -1,4 +1,5 @@
-"""Convolution and batch normalisation, functional form: ``conv1d``, ``conv2d``, ``batch_norm``.
+"""Convolution and batch normalisation, functional form: ``conv1d``, ``conv2d``, ``conv_transpose2d``,
+``batch_norm``.
 
 Everything here is composed from minigrad's public operations, so it runs on every backend
 (NumPy, CuPy) and gives derivatives of every order:
@@ -28,7 +29,7 @@ from ..creation import as_tensor
 from ._common import ntuple
 from .padding import pad_widths
 
-__all__ = ["conv1d", "conv2d", "batch_norm"]
+__all__ = ["conv1d", "conv2d", "batch_norm", "conv_transpose2d"]
 
 
 # -- convolution ------------------------------------------------------------------------------------
@@ -203,3 +204,103 @@ def batch_norm(x, running_mean, running_var, weight=None, bias=None, training: b
     if bias is not None:
         y = y + bias.reshape(bshape)
     return y
+
+
+# -- transposed convolution ------------------------------------------------------------------------------
+
+
+def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, op):
+    """The adjoint of ``_conv``: the input spread out with ``stride - 1`` zeros between its entries,
+    padded by ``dilation (k - 1) - padding`` each side (``output_padding`` more on the high side;
+    a negative width crops), then convolved at stride 1 with the flipped weight whose in and out
+    channels swap within each group."""
+    x = as_tensor(x, op)
+    weight = as_tensor(weight, op)
+    if weight.ndim != nd + 2:
+        raise ValueError(f"{op}: weight must be {nd + 2}-D (in, out/groups, *kernel), got shape {weight.shape}")
+    unbatched = x.ndim == nd + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    if x.ndim != nd + 2:
+        raise ValueError(f"{op}: input must be {nd + 1}-D or {nd + 2}-D (N, C, *spatial), got shape {x.shape}")
+    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
+        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    g = int(groups)
+    n, c = x.shape[:2]
+    ci, og = weight.shape[:2]
+    ks = tuple(weight.shape[2:])
+    if ci != c or c % g:
+        raise ValueError(
+            f"{op}: input of shape {x.shape} (channels {c}) and weight of shape {weight.shape} do not fit "
+            f"groups={g}: expected weight ({c}, out/{g}, *kernel) with {c} divisible by {g}"
+        )
+    o = og * g
+    if bias is not None:
+        bias = as_tensor(bias, op)
+        if tuple(bias.shape) != (o,):
+            raise ValueError(f"{op}: bias must have shape ({o},), got {bias.shape}")
+    stride = ntuple(stride, nd, "stride", op)
+    dilation = ntuple(dilation, nd, "dilation", op)
+    padding = ntuple(padding, nd, "padding", op, minimum=0)
+    output_padding = ntuple(output_padding, nd, "output_padding", op, minimum=0)
+    for i in range(nd):
+        if output_padding[i] >= max(stride[i], dilation[i]):
+            raise ValueError(f"{op}: output_padding {output_padding} must be smaller than stride {stride} or "
+                             f"dilation {dilation}")
+    spatial = tuple(x.shape[2:])
+    outs = tuple((s - 1) * st - 2 * p + d * (k - 1) + q + 1
+                 for s, st, p, d, k, q in zip(spatial, stride, padding, dilation, ks, output_padding, strict=True))
+    if any(v < 1 for v in outs):
+        raise ValueError(f"{op}: the output size {outs} for input {x.shape} is too small")
+    if any(st > 1 for st in stride):
+        # (n, c, h, 1, w, 1) padded to (n, c, h, s, w, s) with zeros, read as (n, c, h s, w s)
+        inter = [n, c]
+        widths = [(0, 0), (0, 0)]
+        for s, st in zip(spatial, stride, strict=True):
+            inter += [s, 1]
+            widths += [(0, 0), (0, st - 1)]
+        x = pad_widths(x.reshape(tuple(inter)), tuple(widths))
+        x = x.reshape((n, c) + tuple(s * st for s, st in zip(spatial, stride, strict=True)))
+    # the spread input holds s (h - 1) + 1 entries and st - 1 trailing zeros already
+    lo = tuple(d * (k - 1) - p for d, k, p in zip(dilation, ks, padding, strict=True))
+    hi = tuple(lo_ + q - (st - 1) for lo_, q, st in zip(lo, output_padding, stride, strict=True))
+    crop = tuple(slice(max(-a, 0), x.shape[2 + i] - max(-b, 0)) for i, (a, b) in enumerate(zip(lo, hi, strict=True)))
+    if any(a < 0 or b < 0 for a, b in zip(lo, hi, strict=True)):
+        x = x[(slice(None), slice(None)) + crop]
+    x = pad_widths(x, ((0, 0), (0, 0)) + tuple((max(a, 0), max(b, 0)) for a, b in zip(lo, hi, strict=True)))
+    # (c, o/g, k...) -> (g, c/g, o/g, k...) -> (g, o/g, c/g, k...) -> (o, c/g, k...), flipped in space
+    w = weight.reshape((g, c // g, og) + ks).swapaxes(1, 2).reshape((o, c // g) + ks)
+    w = w.flip(tuple(range(2, 2 + nd)))
+    out = _conv(x, w, bias, 1, 0, dilation, g, nd, op)
+    return out.squeeze(0) if unbatched else out
+
+
+def _torch_conv_transpose2d(th, x, w, b=None, **kw):
+    return th.nn.functional.conv_transpose2d(x, w, b, **kw)
+
+
+@composite("conv_transpose2d", export=False, torch=_torch_conv_transpose2d,
+           samples=lambda rng: [Sample(_r(rng, 1, 2, 3, 3), _r(rng, 2, 3, 2, 2), _r(rng, 3)),
+                                Sample(_r(rng, 1, 4, 3, 2), _r(rng, 4, 1, 3, 2), stride=(2, 3), padding=1,
+                                       output_padding=(1, 0), groups=2, dilation=(1, 2))])
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups: int = 1, dilation=1):
+    """2-D transposed convolution, PyTorch's ``F.conv_transpose2d``: the adjoint (the gradient
+    with respect to the input) of ``conv2d`` with the same weight, stride, padding and dilation.
+
+    Args:
+        x: (N, C, H, W) (or unbatched (C, H, W)).
+        weight: (C, O / groups, kH, kW) (PyTorch's layout: in channels first).
+        bias: (O,) or None.
+        stride, padding, dilation: an int or a pair, as the ``conv2d`` this is the adjoint of.
+        output_padding: extra rows / columns on the high side of the output (smaller than the
+            stride or the dilation): picks one of the input sizes a strided ``conv2d`` maps to
+            the same output size.
+        groups: split the channels into this many independent convolutions.
+
+    Returns:
+        (N, O, oH, oW) with ``oH = (H - 1) sH - 2 pH + dH (kH - 1) + opH + 1`` (likewise oW).
+
+    >>> F.conv_transpose2d(mg.ones(1, 4, 5, 5), mg.ones(4, 3, 3, 3), stride=2).shape
+    (1, 3, 11, 11)
+    """
+    return _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, dilation, 2, "conv_transpose2d")

@@ -3,9 +3,10 @@
 Written here: ``linear``, ``dropout``, ``layer_norm``, ``embedding``, and PyTorch's ``normalize``,
 ``cosine_similarity``, ``group_norm``, ``rms_norm`` and ``scaled_dot_product_attention`` (composites
 of recorded ops). Gathered from the files that
-write them: the activations (``activations.py``), ``conv1d``, ``conv2d`` and ``batch_norm``
-(``conv.py``), ``pad`` (``padding.py``), the poolings (``pool.py``) and the losses and ``one_hot``
-(``losses.py``). The layers (``layers*.py``) call them through this namespace.
+write them: the activations (``activations.py``), ``conv1d``, ``conv2d``, ``conv_transpose2d`` and
+``batch_norm`` (``conv.py``), ``pad`` (``padding.py``), the poolings (``pool.py``), ``interpolate``
+(``upsample.py``) and the losses and ``one_hot`` (``losses.py``); ``embedding_bag`` is written here too.
+The layers (``layers*.py``) call them through this namespace.
 
 ``linear``, ``cross_entropy`` and ``binary_cross_entropy_with_logits`` are fused ops: one
 Node each, with a forward and a gradient rule written for the hot path (no temporaries
@@ -24,13 +25,14 @@ from ..creation import as_tensor
 from ..ops import matmul as _la
 from ..tensor import Tensor
 from .activations import elu, gelu, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus, tanh
-from .conv import batch_norm, conv1d, conv2d
+from .conv import batch_norm, conv1d, conv2d, conv_transpose2d
 from .losses import (
     binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div, l1_loss, mse_loss,
     nll_loss, one_hot, smooth_l1_loss,
 )
 from .padding import pad
 from .pool import adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
+from .upsample import interpolate
 
 __all__ = [
     "linear", "relu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy", "nll_loss",
@@ -40,6 +42,8 @@ __all__ = [
     "conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool2d", "gelu",
     "silu", "batch_norm", "pad",
 ]
+
+__all__ += ["conv_transpose2d", "interpolate"]
 
 
 # -- linear -----------------------------------------------------------------------------
@@ -244,3 +248,112 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     if dropout_p > 0.0:
         w = dropout(w, dropout_p, True)
     return w @ v
+
+
+# -- bags of embeddings ----------------------------------------------------------------------------
+
+from .. import backend as _be  # noqa: E402
+
+__all__ += ["embedding_bag"]
+
+
+def _bags(idx, offsets, include_last_offset, op):
+    """Host arrays (bag start, bag end) for 1-D indices and ``offsets``."""
+    off = _be.to_numpy(offsets.data if isinstance(offsets, Tensor) else np.asarray(offsets))
+    if off.ndim != 1 or off.dtype.kind not in "iu":
+        raise ValueError(f"{op}: offsets must be a 1-D integer tensor, got {off.dtype} of shape {off.shape}")
+    n = idx.shape[0]
+    if off.size and int(off[0]) != 0:
+        raise ValueError(f"{op}: offsets[0] must be 0 (the first bag starts at the first index), got {int(off[0])}")
+    if np.any(np.diff(off) < 0) or (off.size and int(off[-1]) > n):
+        raise ValueError(f"{op}: offsets must be non-decreasing and at most {n} (the number of indices), got {off}")
+    if include_last_offset:
+        if off.size < 1:
+            raise ValueError(f"{op}: include_last_offset=True needs at least one offset")
+        return off[:-1].astype(np.int64), off[1:].astype(np.int64)
+    return off.astype(np.int64), np.append(off[1:], n).astype(np.int64)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float = 2.0,  # noqa: A002, PLR0913
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights=None, include_last_offset: bool = False, padding_idx=None):
+    """Sums, means or maxima of bags of ``weight``'s rows, PyTorch's ``F.embedding_bag``.
+
+    Args:
+        input: (B, L) integer indices, each row one bag; or 1-D indices cut into bags by
+        offsets: 1-D, the start of each bag (``offsets[0] == 0``); with ``include_last_offset``
+            the last entry is the end of the last bag.
+        weight: (num_embeddings, embedding_dim).
+        mode: ``"sum"``, ``"mean"`` or ``"max"`` over each bag; an empty bag gives zeros.
+        per_sample_weights: like ``input`` (float), each row's weight (``mode="sum"`` only).
+        padding_idx: entries equal to it are left out of their bag (and of a mean's count).
+
+    Returns:
+        (B, embedding_dim). Gradients reach ``weight`` (and ``per_sample_weights``).
+
+    >>> F.embedding_bag(mg.tensor([0, 2, 1]), mg.eye(3), mg.tensor([0, 2]), mode="sum").tolist()
+    [[1.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
+    """
+    op = "embedding_bag"
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"{op}: mode must be 'sum', 'mean' or 'max', got {mode!r}")
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError(f"{op}: max_norm, scale_grad_by_freq and sparse=True are not implemented")
+    weight = as_tensor(weight, op)
+    if weight.ndim != 2:
+        raise ValueError(f"{op}: weight must be 2-D (num_embeddings, embedding_dim), got shape {weight.shape}")
+    num, dim = weight.shape
+    idx = _be.to_numpy(input.data if isinstance(input, Tensor) else np.asarray(input))
+    if idx.dtype.kind not in "iu":
+        raise TypeError(f"{op}: input must hold integers, got {idx.dtype}")
+    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= num):
+        bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
+        raise IndexError(f"{op}: index {bad} is out of range for {num} embeddings")
+    if idx.ndim == 2:
+        if offsets is not None:
+            raise ValueError(f"{op}: offsets must be None for 2-D input (each row is a bag)")
+        b, length = idx.shape
+        starts = np.arange(b, dtype=np.int64) * length
+        ends = starts + length
+        flat = idx.reshape(-1)
+    elif idx.ndim == 1:
+        if offsets is None:
+            raise ValueError(f"{op}: 1-D input needs offsets (the start of each bag)")
+        starts, ends = _bags(idx, offsets, include_last_offset, op)
+        flat = idx
+    else:
+        raise ValueError(f"{op}: input must be 1-D (with offsets) or 2-D, got shape {idx.shape}")
+    if padding_idx is not None:
+        padding_idx = int(padding_idx)
+        if not -num <= padding_idx < num:
+            raise ValueError(f"{op}: padding_idx {padding_idx} is out of range for {num} embeddings")
+        padding_idx %= num
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"{op}: per_sample_weights is only supported with mode='sum' (PyTorch's rule)")
+    # the bags as a padded (B, L) table of positions in ``flat``; ``keep`` marks the real entries
+    lengths = ends - starts
+    width = max(int(lengths.max()) if lengths.size else 0, 1)
+    cols = np.arange(width)
+    keep = cols[None, :] < lengths[:, None]
+    pos = np.where(keep, starts[:, None] + cols[None, :], 0)
+    rows = flat[pos] if flat.size else np.zeros(pos.shape, dtype=np.int64)
+    if padding_idx is not None:
+        keep &= rows != padding_idx
+    rows = np.where(keep, rows, 0)
+    count = keep.sum(axis=1)
+    dt = weight.data.dtype
+    e = weight[rows]                                                   # (B, L, D)
+    if mode == "max":
+        mask = creation.tensor(keep[:, :, None], device=weight.device)
+        out = _ew.where(mask, e, -math.inf).max(axis=1)
+        return _ew.where(creation.tensor((count > 0)[:, None], device=weight.device), out, 0.0)
+    m = creation.tensor(keep, dtype=dt, device=weight.device)
+    if per_sample_weights is not None:
+        psw = as_tensor(per_sample_weights, op)
+        if tuple(psw.shape) != tuple(idx.shape):
+            raise ValueError(f"{op}: per_sample_weights must have the input's shape {idx.shape}, got {psw.shape}")
+        m = m * psw.reshape(-1)[pos]
+    out = (e * m.unsqueeze(-1)).sum(axis=1)
+    if mode == "mean":
+        out = out / creation.tensor(np.maximum(count, 1)[:, None], dtype=dt, device=weight.device)
+    return out

@@ -1,5 +1,6 @@
 """The containers (``Sequential``, ``ModuleList``, ``ModuleDict``, ``ParameterList``, ``ParameterDict``) and
-the basic layers of ``mg.nn`` (with ``Unflatten``, ``GroupNorm``, ``RMSNorm``, ``ZeroPad2d``, ``PixelShuffle``).
+the basic layers of ``mg.nn`` (with ``Unflatten``, ``GroupNorm``, ``RMSNorm``, ``ZeroPad2d``, ``PixelShuffle``,
+``EmbeddingBag``).
 
 Every constructor checks its sizes (positive ints), with a ValueError naming the layer and
 the argument. The activations are in ``layers_activation.py``; convolution, pooling and batch
@@ -568,3 +569,58 @@ class PixelShuffle(Module):
 
     def extra_repr(self):
         return f"upscale_factor={self.upscale_factor}"
+
+
+class EmbeddingBag(Module):
+    """Sums, means or maxima of bags of embeddings, PyTorch's ``nn.EmbeddingBag``: ``weight``
+    (num_embeddings, embedding_dim) from N(0, 1), the ``padding_idx`` row zeroed. Called with
+    (B, L) indices (each row a bag) or 1-D indices and ``offsets`` (see ``F.embedding_bag``).
+
+    >>> bag = mg.nn.EmbeddingBag(10, 3, mode="sum")
+    >>> bag(mg.tensor([1, 2, 4, 5, 4]), mg.tensor([0, 2])).shape
+    (2, 3)
+    """
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, max_norm=None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False, _weight=None,
+                 include_last_offset: bool = False, padding_idx=None, device=None, dtype=None):
+        super().__init__()
+        op = "EmbeddingBag"
+        self.num_embeddings = positive_int(num_embeddings, op, "num_embeddings")
+        self.embedding_dim = positive_int(embedding_dim, op, "embedding_dim")
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError(f"{op}: mode must be 'sum', 'mean' or 'max', got {mode!r}")
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise NotImplementedError(f"{op}: max_norm, scale_grad_by_freq and sparse=True are not implemented")
+        if padding_idx is not None:
+            if not -self.num_embeddings <= int(padding_idx) < self.num_embeddings:
+                raise ValueError(f"{op}: padding_idx {padding_idx} is out of range for {num_embeddings} embeddings")
+            padding_idx = int(padding_idx) % self.num_embeddings
+        self.mode = mode
+        self.include_last_offset = bool(include_last_offset)
+        self.padding_idx = padding_idx
+        self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, False, False
+        if _weight is None:
+            self.weight = Parameter(_creation.empty(self.num_embeddings, self.embedding_dim, dtype=dtype,
+                                                    device=device))
+            self.reset_parameters()
+        else:
+            if tuple(_weight.shape) != (self.num_embeddings, self.embedding_dim):
+                raise ValueError(f"{op}: _weight must have shape ({num_embeddings}, {embedding_dim}), "
+                                 f"got {tuple(_weight.shape)}")
+            self.weight = Parameter(_weight)
+
+    def reset_parameters(self) -> None:
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.data[self.padding_idx] = 0
+
+    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002 - PyTorch's name
+        return F.embedding_bag(input, self.weight, offsets, mode=self.mode, per_sample_weights=per_sample_weights,
+                               include_last_offset=self.include_last_offset, padding_idx=self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        return s

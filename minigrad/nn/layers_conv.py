@@ -1,5 +1,5 @@
 """Layers for convolutional nets: Conv1d, Conv2d, MaxPool1d, MaxPool2d, AvgPool1d, AvgPool2d,
-AdaptiveAvgPool2d, BatchNorm1d, BatchNorm2d.
+AdaptiveAvgPool2d, BatchNorm1d, BatchNorm2d, ConvTranspose2d.
 
 PyTorch's parameter names, shapes and default initialisation, so a ``state_dict`` moves
 between the two by name::
@@ -23,7 +23,7 @@ from ._common import ntuple, positive_int
 from .module import Module, Parameter
 
 __all__ = [
-    "Conv1d", "Conv2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
+    "Conv1d", "Conv2d", "ConvTranspose2d", "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d",
     "BatchNorm1d", "BatchNorm2d",
 ]
 
@@ -34,6 +34,7 @@ __all__ = [
 class _ConvNd(Module):
     _nd = 2
     _op = "Conv2d"
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None):
@@ -60,7 +61,10 @@ class _ConvNd(Module):
         self.dilation = ntuple(dilation, nd, "dilation", op)
         self.groups = int(groups)
         self.padding_mode = padding_mode
-        shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
+        if self._transposed:  # PyTorch's layout for the adjoint: (in, out / groups, *kernel)
+            shape = (self.in_channels, self.out_channels // self.groups) + self.kernel_size
+        else:
+            shape = (self.out_channels, self.in_channels // self.groups) + self.kernel_size
         self.weight = Parameter(_creation.empty(*shape, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(_creation.empty(self.out_channels, dtype=dtype, device=device))
@@ -118,6 +122,52 @@ class Conv1d(_ConvNd):
 
     def forward(self, x):
         return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """2-D transposed convolution over (N, C, H, W), PyTorch's ``nn.ConvTranspose2d``: ``weight``
+    (in, out / groups, kH, kW), ``bias`` (out,), PyTorch's default initialisation (its fan-in is
+    ``out / groups * kH * kW``). ``output_padding`` (or ``output_size=`` in the call) picks the
+    output size among those a strided convolution maps back to the input's.
+
+    >>> mg.nn.ConvTranspose2d(8, 4, 4, stride=2, padding=1)(mg.zeros(2, 8, 7, 7)).shape
+    (2, 4, 14, 14)
+    """
+
+    _nd = 2
+    _op = "ConvTranspose2d"
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None):
+        if isinstance(padding, str):
+            raise ValueError(f"ConvTranspose2d: padding must be an int or a pair, got {padding!r}")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device, dtype)
+        self.output_padding = ntuple(output_padding, 2, "output_padding", "ConvTranspose2d", minimum=0)
+
+    def forward(self, x, output_size=None):
+        op = self.output_padding
+        if output_size is not None:
+            if not isinstance(x, Tensor):
+                x = Tensor(x)
+            size = tuple(int(v) for v in output_size)[-2:]
+            base = tuple((x.shape[-2 + i] - 1) * self.stride[i] - 2 * self.padding[i]
+                         + self.dilation[i] * (self.kernel_size[i] - 1) + 1 for i in range(2))
+            op = tuple(s - b for s, b in zip(size, base, strict=True))
+            if any(q < 0 or q >= max(st, d) for q, st, d in zip(op, self.stride, self.dilation, strict=True)):
+                raise ValueError(f"ConvTranspose2d: output_size {tuple(output_size)} is not reachable from input "
+                                 f"{x.shape} (the smallest output is {base}, output_padding {op} must be in "
+                                 f"[0, max(stride, dilation)))")
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)
+
+    def extra_repr(self):
+        s = super().extra_repr()
+        if self.output_padding != (0, 0):
+            s += f", output_padding={self.output_padding}"
+        return s
 
 
 # -- pooling ----------------------------------------------------------------------------------------------
