@@ -26,6 +26,10 @@ from .layers_conv import (  # layers_conv.py: convolution, pooling and batch nor
 )
 from .layers_recurrent import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # layers_recurrent.py: RNN, LSTM, GRU
 from .upsample import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # upsample.py: F.interpolate's layers
+from .layers_attention import (  # layers_attention.py: multi-head attention and the Transformer layers
+    MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from .losses import (  # losses.py: the loss modules (their functions are in functional)
     BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss,
     CosineEmbeddingLoss, MarginRankingLoss, TripletMarginLoss,
@@ -42,5 +46,7 @@ __all__ = [
     "LogSoftmax", "Mish", "Hardtanh", "Unflatten", "ParameterDict", "GroupNorm", "RMSNorm", "ZeroPad2d",
     "PixelShuffle", "CosineEmbeddingLoss", "MarginRankingLoss", "TripletMarginLoss",
     "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+    "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+    "TransformerDecoder", "Transformer",
 ]
 __all__ += ["ConvTranspose2d", "EmbeddingBag", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
