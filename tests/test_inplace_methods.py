@@ -31,6 +31,16 @@ def _set_row(a, b):
     return a
 
 
+SCATTER_IDX = np.array([[2, 0, 1, 1], [2, 0, 0, 1]])  # scatter_add_ along dim 0: rows repeat, and sum
+SCATTER_SRC = np.array([[1.0, -2.0, 0.5, 3.0], [-1.5, 2.5, 0.25, -0.75]])
+
+
+def _scatter_add(a, b):
+    a = a.copy()
+    np.add.at(a, (SCATTER_IDX, np.arange(4)[None, :].repeat(2, 0)), b)
+    return a
+
+
 # (method, what it is called with, the out-of-place op, NumPy, the data, the other operand)
 CASES = [
     ("add_", lambda t, o: t.add_(o), lambda t, o: t + o, lambda a, b: a + b, SIGNED, ROW),
@@ -78,6 +88,8 @@ CASES = [
      lambda a, b: np.minimum(a, -0.25), rnd((3, 4), away=(-0.25,)), None),
     ("tril_", lambda t, o: t.tril_(), lambda t, o: mg.tril(t), lambda a, b: np.tril(a), SIGNED, None),
     ("triu_", lambda t, o: t.triu_(1), lambda t, o: mg.triu(t, 1), lambda a, b: np.triu(a, 1), SIGNED, None),
+    ("scatter_add_", lambda t, o: t.scatter_add_(0, mg.tensor(SCATTER_IDX), o),
+     lambda t, o: mg.scatter_add(t, 0, mg.tensor(SCATTER_IDX), o), _scatter_add, SIGNED, SCATTER_SRC),
     # the draws, at parameters that make them constant (their randomness: tests/test_torch_inplace.py)
     ("uniform_", lambda t, o: t.uniform_(2.0, 2.0), lambda t, o: mg.full_like(t, 2.0),
      lambda a, b: np.full_like(a, 2.0), SIGNED, None),

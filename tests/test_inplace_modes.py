@@ -529,6 +529,12 @@ def p_triu_diagonal(x, y, L):
     return a * y
 
 
+def p_scatter_add_(x, y, L):  # repeated indices sum; src is read from the graph too
+    a = x * y
+    a.scatter_add_(0, L.tensor([[2, 0, 1, 1], [2, 0, 0, 1]]), x[:2] * y)
+    return a * x
+
+
 def p_view_row_exp_(x, y, L):  # a row of the tensor written, the whole read
     a = x.clone()
     a[1].exp_()
@@ -583,6 +589,7 @@ PROGRAMS = {f.__name__[2:]: f for f in [
     p_view_reshape_fill_number, p_view_chain_mul_, p_view_row_iadd_both, p_view_before_base_write,
     p_view_two_then_base, p_buffer_no_grad, p_buffer_view_before, p_vanishing, p_function_mark_dirty,
     p_exp_, p_log_, p_sigmoid_, p_tanh_, p_relu_, p_square_, p_clamp_min_, p_clamp_max_, p_tril_, p_triu_diagonal,
+    p_scatter_add_,
     p_view_row_exp_, p_view_row_sigmoid_, p_view_row_relu_, p_view_row_clamp_min_, p_view_tril_, p_view_T_triu_,
 ]}
 

@@ -5,8 +5,9 @@ Written here: ``linear``, ``dropout``, ``layer_norm``, ``embedding``, and PyTorc
 of recorded ops). Gathered from the files that
 write them: the activations (``activations.py``), ``conv1d``, ``conv2d``, ``conv_transpose2d`` and
 ``batch_norm`` (``conv.py``), ``pad`` (``padding.py``), the poolings (``pool.py``), ``interpolate``
-(``upsample.py``) and the losses and ``one_hot`` (``losses.py``); ``embedding_bag`` is written here too.
-The layers (``layers*.py``) call them through this namespace.
+(``upsample.py``), the losses and ``one_hot`` (``losses.py``), and ``unfold``, ``fold`` and
+``gumbel_softmax`` (``fold.py``); ``embedding_bag`` is written here too. The layers (``layers*.py``)
+call them through this namespace.
 
 ``linear``, ``cross_entropy`` and ``binary_cross_entropy_with_logits`` are fused ops: one
 Node each, with a forward and a gradient rule written for the hot path (no temporaries
@@ -141,6 +142,11 @@ __all__ += [
     "glu", "mish", "hardtanh", "logsigmoid", "softmin",
     "cosine_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
 ]
+
+
+from .fold import fold, gumbel_softmax, unfold  # noqa: E402
+
+__all__ += ["unfold", "fold", "gumbel_softmax"]
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12):  # noqa: A002

@@ -130,14 +130,28 @@ INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), k
                                        Sample(_r(rng, 3), shape=(2, 3), template=(1,))])
 
 
+_TORCH_INDEX_ADD_KW = frozenset({"input", "dim", "index", "source", "alpha"})
+
+
 @public(INDEX_ADD)
 @named("index_add")
-def index_add(shape, idx, values):
-    """A zeros tensor of ``shape`` with ``values`` added at ``idx``; repeated indices accumulate.
+def index_add(*args, **kwargs):
+    """A zeros tensor of ``shape`` with ``values`` added at ``idx``; repeated indices accumulate:
+    minigrad's ``index_add(shape, idx, values)``.
 
     >>> mg.index_add((3,), mg.tensor([0, 2, 0]), mg.tensor([1.0, 2.0, 3.0]))
     tensor([4., 0., 2.])
+
+    PyTorch's ``index_add(input, dim, index, source, alpha=1)`` (API.md's spelling rule: chosen by
+    any of its keywords, by four positional arguments, or by a Tensor first argument, which cannot be
+    a shape): ``input`` with ``alpha * source`` added at ``index`` along ``dim`` (``Tensor.index_add``).
     """
+    if _TORCH_INDEX_ADD_KW & kwargs.keys() or len(args) >= 4 or (args and isinstance(args[0], Tensor)):
+        return torch_index_add(*args, **kwargs)
+    return _index_add(*args, **kwargs)
+
+
+def _index_add(shape, idx, values):
     values = as_tensor(values, "index_add")
     shape = _shape_args((shape,) if not isinstance(shape, (tuple, list)) else (tuple(shape),), "index_add")
     cidx, basic = convert_index(idx)
@@ -478,3 +492,41 @@ def masked_select(input, mask):  # noqa: A002
     if xp is not _be.array_module(m):
         m = _be.to_device(m, x.device)
     return broadcast_to(x, shape)[xp.broadcast_to(m, shape)]
+
+
+# -- PyTorch's index_add ------------------------------------------------------------------------------
+
+
+@composite("torch_index_add", method="index_add", export=False,
+           torch=lambda th, x, dim, index, source, alpha=1: th.index_add(x, dim, th.as_tensor(index), source,
+                                                                         alpha=alpha),
+           samples=lambda rng: [Sample(_r(rng, 4, 3), 0, np.array([3, 0, 3]), _r(rng, 3, 3)),
+                                Sample(_r(rng, 2, 5), 1, np.array([4, 1]), _r(rng, 2, 2), alpha=-0.5),
+                                Sample(_r(rng, 2, 3, 2), -2, np.array([2, 2, 0, 1]), _r(rng, 2, 4, 2), alpha=2)])
+@named("index_add")
+def torch_index_add(input, dim, index, source, alpha=1):  # noqa: A002 - PyTorch's names
+    """PyTorch's ``index_add``: a copy of ``input`` with ``alpha * source[..., i, ...]`` added at
+    ``index[i]`` along ``dim`` (repeated indices accumulate); ``source`` has ``input``'s shape but
+    ``len(index)`` along ``dim``. ``input``'s gradient is the gradient, ``source``'s ``alpha`` times
+    its ``index_select``."""
+    x = as_tensor(input, "index_add")
+    s = as_tensor(source, "index_add")
+    if s.dtype != x.dtype:
+        raise TypeError(f"index_add: source dtype {s.dtype} differs from input dtype {x.dtype} (shapes: input "
+                        f"{x.shape}, source {s.shape}); cast one with .astype(...)")
+    if x.ndim == 0:  # PyTorch's: a 0-d input is one entry along dim 0 (or -1)
+        _dim_size(x.reshape(1), dim, "index_add")
+        return torch_index_add(x.reshape(1), 0, index, s.reshape(1) if s.ndim == 0 else s, alpha).reshape(())
+    d, n = _dim_size(x, dim, "index_add")
+    index, di = _int_index(index, "index_add")
+    if di.ndim > 1:
+        raise ValueError(f"index_add: index must be 1-D, got shape {tuple(di.shape)} (input shape {x.shape})")
+    index, di = (index.reshape(1), di.reshape(1)) if di.ndim == 0 else (index, di)
+    want = x.shape[:d] + (di.shape[0],) + x.shape[d + 1:]
+    if s.shape != want:
+        raise ValueError(f"index_add: source of shape {s.shape} must have shape {want} (input shape {x.shape}, "
+                         f"{di.shape[0]} indices along dim {d})")
+    _check_range(di, n, d, "index_add", x.shape)
+    if not (isinstance(alpha, numbers.Number) and alpha == 1):
+        s = s * alpha
+    return x + _index_add(x.shape, (slice(None),) * d + (index,), s)

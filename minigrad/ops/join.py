@@ -175,11 +175,28 @@ def tile(A, reps):  # noqa: N803 - NumPy's name
     return reshape(broadcast_to(reshape(a, inter), full), tuple(r * s for r, s in zip(reps, a.shape, strict=True)))
 
 
-@composite("roll", numpy=(np.roll,), samples=lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), -1, 1), Sample(_r(rng, 2, 3), (1, 2), (0, 1))],
-      torch=lambda th, x, shift, axis=None: th.roll(x, shift, axis))
+def _torch_roll_oracle(th, x, shifts, dims=None):
+    return th.roll(x, shifts, dims) if dims is not None else th.roll(x, shifts)
+
+
+@composite("roll", numpy=(np.roll,), samples=lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), -1, 1), Sample(_r(rng, 2, 3), (1, 2), (0, 1)),
+                                                         Sample(_r(rng, 2, 3), shifts=1, dims=1)],
+      torch=lambda th, x, shift=None, axis=None, shifts=None, dims=None: _torch_roll_oracle(
+          th, x, shift if shifts is None else shifts, axis if dims is None else dims))
 @named("roll")
-def roll(a, shift, axis=None):
-    """Elements shifted by ``shift`` along ``axis`` (the flattened tensor when None), wrapping around."""
+def roll(a, shift=NOARG, axis=None, *, shifts=NOARG, dims=NOARG):
+    """Elements shifted by ``shift`` along ``axis`` (the flattened tensor when None), wrapping around.
+    PyTorch's keywords ``shifts=`` and ``dims=`` are taken too (the same result)."""
+    if shifts is not NOARG:
+        if shift is not NOARG:
+            raise TypeError("roll: got both shift and its alias shifts=; give one")
+        shift = shifts
+    if dims is not NOARG:
+        if axis is not None:
+            raise TypeError("roll: got both axis and its alias dims=; give one")
+        axis = dims
+    if shift is NOARG:
+        raise TypeError("roll: missing the shift (shifts=) argument")
     a = as_tensor(a, "roll")
     if axis is None:
         return reshape(roll(reshape(a, (-1,)), shift, 0), a.shape)
@@ -194,11 +211,16 @@ def roll(a, shift, axis=None):
     return a
 
 
-@composite("flip", numpy=(np.flip,), samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 2), 1), Sample(_r(rng, 2, 3, 2), (0, -1))],
-      method="flip")
+@composite("flip", numpy=(np.flip,), samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 2), 1), Sample(_r(rng, 2, 3, 2), (0, -1)),
+                                                         Sample(_r(rng, 2, 3, 2), dims=(0, 2))])
 @named("flip")
-def flip(m, axis=None):
-    """The order of elements reversed along ``axis`` (every axis when None)."""
+def flip(m, axis=None, *, dims=NOARG):
+    """The order of elements reversed along ``axis`` (every axis when None); PyTorch's ``dims=`` is
+    taken too (``Tensor.flip(dims)``)."""
+    if dims is not NOARG:
+        if axis is not None:
+            raise TypeError("flip: got both axis and its alias dims=; give one")
+        axis = dims
     m = as_tensor(m, "flip")
     axes = normalize_axis(axis, m.ndim, "flip")
     return m[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(m.ndim))]
@@ -716,3 +738,85 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A
         raise ValueError(f"repeat_interleave: output_size={output_size} but the result has "
                          f"{out.shape[0 if dim is None else dim]} along dim {dim}")
     return out
+
+
+# -- PyTorch's method forms of tril, triu, diag, roll, tile, where ---------------------------------
+# mg.tril(m, k), mg.diag(v, k), mg.roll(a, shift, axis), mg.tile(A, reps) and mg.where(cond, x, y) keep
+# NumPy's names; the Tensor methods take PyTorch's (``diagonal=``, ``shifts, dims``, ``dims``) and
+# Tensor.where is PyTorch's ``self.where(condition, y)``: self where condition else y.
+
+
+@composite("torch_tril", method="tril", export=False, samples=_tri_samples,
+           torch=lambda th, x, diagonal=0: th.tril(x, diagonal))
+@named("tril")
+def torch_tril(input, diagonal=0):  # noqa: A002 - PyTorch's names
+    """PyTorch's ``Tensor.tril(diagonal=0)``: the lower triangle of the last two dims, zeros elsewhere."""
+    return _triangle(input, diagonal, True, "tril")
+
+
+@composite("torch_triu", method="triu", export=False, samples=_tri_samples,
+           torch=lambda th, x, diagonal=0: th.triu(x, diagonal))
+@named("triu")
+def torch_triu(input, diagonal=0):  # noqa: A002
+    """PyTorch's ``Tensor.triu(diagonal=0)``: the upper triangle of the last two dims, zeros elsewhere."""
+    return _triangle(input, diagonal, False, "triu")
+
+
+@composite("torch_diag", method="diag", export=False,
+           samples=lambda rng: [Sample(_r(rng, 3)), Sample(_r(rng, 3), 1), Sample(_r(rng, 3, 4), diagonal=-1)],
+           torch=lambda th, x, diagonal=0: th.diag(x, diagonal))
+@named("diag")
+def torch_diag(input, diagonal=0):  # noqa: A002
+    """PyTorch's ``Tensor.diag(diagonal=0)``: a 1-D tensor on the ``diagonal``-th diagonal of a square
+    matrix, or a 2-D tensor's ``diagonal``-th diagonal."""
+    return diag(input, diagonal)
+
+
+@composite("torch_roll", method="roll", export=False, torch=_torch_roll_oracle,
+           samples=lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), -1, 1),
+                                Sample(_r(rng, 2, 3, 2), (1, 2), dims=(0, -1))])
+@named("roll")
+def torch_roll(input, shifts, dims=None):  # noqa: A002
+    """PyTorch's ``Tensor.roll(shifts, dims=None)``: elements shifted by ``shifts`` along ``dims``
+    (the flattened tensor when None, its shape restored), wrapping around."""
+    if dims is not None and isinstance(shifts, (tuple, list)) != isinstance(dims, (tuple, list)) \
+            or isinstance(dims, (tuple, list)) and len(shifts) != len(dims):
+        raise ValueError(f"roll: shifts {shifts!r} and dims {dims!r} must have the same length")
+    return roll(input, shifts, dims)
+
+
+@composite("torch_tile", method="tile", export=False, torch=lambda th, x, *dims: x.tile(*dims),
+           samples=lambda rng: [Sample(_r(rng, 2, 3), (2,)), Sample(_r(rng, 2, 3), (2, 1, 2)),
+                                Sample(_r(rng, 2, 3), 1, 3), Sample(_r(rng, 2, 3), 2)])
+@named("tile")
+def torch_tile(input, *dims):  # noqa: A002
+    """PyTorch's ``Tensor.tile(*dims)``: repeated ``dims[i]`` times along each dim (ones prepended to
+    the shorter of ``dims`` and the shape), as NumPy's ``tile``; ``dims`` a tuple or the ints themselves."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    if not all(isinstance(k, numbers.Integral) and not isinstance(k, bool) for k in dims):
+        raise TypeError(f"tile: dims must be ints (or one tuple of ints), got {dims!r}")
+    return tile(input, dims)
+
+
+@composite("torch_flip", method="flip", export=False, torch=lambda th, x, *dims, **kw: x.flip(*dims, **kw),
+           samples=lambda rng: [Sample(_r(rng, 2, 3, 2), 0, 2), Sample(_r(rng, 2, 3), (0, -1)),
+                                Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), dims=(1,))])
+@named("flip")
+def torch_flip(input, *args, dims=NOARG):  # noqa: A002
+    """PyTorch's ``Tensor.flip(*dims)``: reversed along ``dims`` (a tuple, or the ints themselves, or
+    ``dims=``); ``t.flip()`` reverses every dim (NumPy's ``flip`` with no axis)."""
+    if dims is not NOARG and args:
+        raise TypeError(f"flip: got dims both positionally {args!r} and as dims={dims!r}; give one")
+    if dims is NOARG:
+        dims = None if not args else args[0] if len(args) == 1 else tuple(args)
+    return flip(input, dims)
+
+
+@composite("torch_where", method="where", export=False, torch=lambda th, x, c, y: x.where(c, y),
+           samples=lambda rng: [Sample(_r(rng, 3, 4), rng.random((3, 4)) > 0.5, _r(rng, 3, 4)),
+                                Sample(_r(rng, 4), rng.random((3, 1)) > 0.5, 2.0)])
+@named("where")
+def torch_where(input, condition, y):  # noqa: A002
+    """PyTorch's ``Tensor.where(condition, y)``: ``self`` where ``condition`` else ``y`` (broadcast)."""
+    return where(condition, input, y)

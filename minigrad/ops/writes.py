@@ -1,7 +1,7 @@
 """The in-place methods: ``add_ sub_ mul_ div_ pow_ floor_divide_ remainder_ fmod_ clamp_`` (and the
 augmented assignments ``+= -= *= /= **= //= %=`` bound to them), the unary ones (``exp_ log_ sqrt_
 abs_ neg_ sigmoid_ tanh_ relu_ sin_ cos_ floor_ ceil_ round_ reciprocal_ square_ clamp_min_
-clamp_max_``; ``tril_ triu_``, whose ops are composites, write their result with ``copy_``'s op),
+clamp_max_``; ``tril_ triu_ scatter_add_``, whose ops are composites, write their result with ``copy_``'s op),
 ``fill_ zero_ copy_``, ``t[idx] = value`` (``setitem``) and the draws ``uniform_ normal_ bernoulli_``
 (``mg.manual_seed``'s generator; a plain overwrite, no gradient through the values drawn), with
 the ops only they have (``floor_divide_``, ``fill_``, ``copy_``, ``setitem``) and their
@@ -21,6 +21,7 @@ from .. import creation as _creation
 from ..backward import sum_to
 from ..tensor import Tensor
 from . import elementwise as E
+from . import indexing as I
 from . import join as J
 from . import math as M
 from ._registry import Family, Sample, composite, defop, inplace_method, inplace_op, named, op_of, public, row
@@ -182,6 +183,21 @@ def triu_(t, diagonal=0):
     place, zeros elsewhere; returns ``t``."""
     _self(t, "triu_")
     return write(t, COPY_, "triu_", (J.triu(t, diagonal),), check=False)
+
+
+def scatter_add_(t, dim, index, src):
+    """PyTorch's ``scatter_add_``: ``src`` added into ``t`` at ``index`` along ``dim`` in place
+    (``t[index[i][j]][j] += src[i][j]`` for ``dim=0``; repeated indices sum); returns ``t``. The
+    result of ``scatter_add``, written as ``tril_``'s is: ``t``'s gradient the gradient, ``src``'s
+    its ``gather``."""
+    _self(t, "scatter_add_")
+    try:
+        out = I.scatter_add(t, dim, index, src)
+    except (TypeError, ValueError, IndexError) as e:  # the method's name in its errors
+        msg = str(e)
+        raise type(e)("scatter_add_:" + msg.removeprefix("scatter_add:") if msg.startswith("scatter_add:") else msg) \
+            from None
+    return write(t, COPY_, "scatter_add_", (out,), check=False)
 
 
 # -- sampling in place: draws written over the tensor (no gradient through them) ----------------------
@@ -410,6 +426,7 @@ inplace_method(CLAMP_MAX_, clamp_max_, "clamp_max_")
 inplace_method(ROUND_, round_, "round_")
 inplace_method(op_of(J.tril), tril_, "tril_")
 inplace_method(op_of(J.triu), triu_, "triu_")
+inplace_method(op_of(I.scatter_add), scatter_add_, "scatter_add_")
 inplace_method(COPY_, uniform_, "uniform_")  # overwrites, as copy_ (whose op records them)
 inplace_method(COPY_, normal_, "normal_")
 inplace_method(COPY_, bernoulli_, "bernoulli_")
