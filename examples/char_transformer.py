@@ -1,15 +1,22 @@
 """A 2-layer, 4-head character-level transformer learns a short story, and beats a bigram model.
 
-    python examples/char_transformer.py                 # 400 steps, about 15 s on one core
-    python examples/char_transformer.py --steps 1500 --sample 400
+    python examples/char_transformer.py                 # 400 steps, about 15-30 s on one core
+    python examples/char_transformer.py --steps 1500 --sample 400 --top-k 10
+    python examples/char_transformer.py --flash         # attention by F.scaled_dot_product_attention
 
 The text is examples/data/tiny.txt (a short story written for this repository, about 5 000
-characters); its last tenth is held out. The model: token and position embeddings (d=64),
-two pre-LayerNorm blocks of causal multi-head self-attention (4 heads of 16, every
-contraction an ``mg.einsum``) and a GELU MLP (4x), a final LayerNorm and a linear read-out;
-dropout 0.2 (the text is short: without it the model memorises it and the held-out loss climbs).
-Trained with AdamW, a cosine schedule and ``clip_grad_norm_``, in float32, on batches of 16
-windows of 64 characters. Seed 0: held-out 2.12 nats/char after 400 steps, bigram 2.37.
+characters); its last tenth is held out. The model is nanoGPT's GPT (github.com/karpathy/nanoGPT,
+model.py) in minigrad's PyTorch names, with its module names and state_dict keys: token and
+position embeddings (n_embd=64), two pre-LayerNorm blocks of causal multi-head self-attention
+(``c_attn(x).split(n_embd, dim=2)``, 4 heads of 16, masked by a registered ``mg.tril`` buffer
+with ``masked_fill``, or ``F.scaled_dot_product_attention(is_causal=True)`` with ``--flash``) and
+a GELU MLP (4x), a final LayerNorm and a bias-free read-out whose weight is the token
+embedding's (weight tying); GPT-2's initialisation; dropout 0.2 (the text is short: without it
+the model memorises it and the held-out loss climbs). Trained with AdamW in two parameter groups
+(weight decay for the 2-D parameters, none for the biases and LayerNorms), a cosine schedule and
+``clip_grad_norm_``, in float32, on batches of 16 windows of 64 characters; ``generate()`` samples
+with ``mg.multinomial``, optionally from the ``top_k`` likeliest. Seed 0: held-out 2.27 nats/char
+after 400 steps, bigram 2.37. tests/test_char_models.py trains it beside the same model in torch.
 
 Prints the training and held-out loss as it goes, a sample of generated text, and the final
 held-out loss beside a bigram model's (counts with add-one smoothing, fitted on the
@@ -86,75 +93,142 @@ def bigram_loss(train_ids, eval_ids, vocab_size: int) -> float:
 
 
 # -- model ----------------------------------------------------------------------------------------------
-
-
-# Activations are kept as (tokens, d_model) matrices, B*T rows: every Linear then multiplies
-# 2-D arrays (NumPy's matmul of a 3-D stack by a transposed 2-D weight can be a hundred times
-# slower than the same product on the flattened rows).
+# nanoGPT's model (Karpathy, github.com/karpathy/nanoGPT, model.py), written with minigrad's PyTorch
+# names: the same modules, the same state_dict keys, the same initialisation, so a torch copy of
+# it loads into this one with ``load_state_dict`` (tests/test_char_models.py trains both side by side).
 
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model: int, n_heads: int, context: int, dropout: float):
+    def __init__(self, n_embd: int, n_head: int, block_size: int, dropout: float, flash: bool = False):
         super().__init__()
-        self.h = n_heads
-        self.dh = d_model // n_heads
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.proj = nn.Linear(d_model, d_model)
-        self.drop = nn.Dropout(dropout)
-        self.causal = np.tril(np.ones((context, context), dtype=bool))  # position i sees j <= i
+        assert n_embd % n_head == 0
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)  # key, query, value projections for all heads, in a batch
+        self.c_proj = nn.Linear(n_embd, n_embd)
+        self.attn_dropout = nn.Dropout(dropout)
+        self.resid_dropout = nn.Dropout(dropout)
+        self.n_head, self.n_embd, self.dropout = n_head, n_embd, dropout
+        self.flash = flash  # F.scaled_dot_product_attention(is_causal=True) instead of the explicit mask
+        if not flash:       # the causal mask: position i sees j <= i
+            T = block_size
+            self.register_buffer("bias", mg.tril(mg.ones(T, T)).view(1, 1, T, T))
 
-    def forward(self, x, b, t):                              # x: (B*T, D)
-        qkv = self.qkv(x).reshape(b, t, 3, self.h, self.dh)
-        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]  # (B, T, H, E) each
-        scores = mg.einsum(q, k, "b q h e, b k h e -> b h q k") * (1.0 / math.sqrt(self.dh))
-        scores = mg.where(mg.tensor(self.causal[:t, :t], device=x.device), scores, -1e9)
-        attn = self.drop(F.softmax(scores, dim=-1))
-        out = mg.einsum(attn, v, "b h q k, b k h e -> b q h e")
-        return self.proj(out.reshape(b * t, self.h * self.dh))
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)  # (B, nh, T, hs)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        if self.flash:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None,
+                                               dropout_p=self.dropout if self.training else 0, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = F.softmax(att, dim=-1)
+            att = self.attn_dropout(att)
+            y = att @ v                                           # (B, nh, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)          # the heads side by side again
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, n_embd: int, dropout: float):
+        super().__init__()
+        self.c_fc = nn.Linear(n_embd, 4 * n_embd)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * n_embd, n_embd)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
 
 
 class Block(nn.Module):
     """Pre-LayerNorm: x + attention(LN(x)), then x + MLP(LN(x)) with a GELU MLP."""
 
-    def __init__(self, d_model: int, n_heads: int, context: int, dropout: float):
+    def __init__(self, n_embd: int, n_head: int, block_size: int, dropout: float, flash: bool = False):
         super().__init__()
-        self.ln1 = nn.LayerNorm(d_model)
-        self.attn = CausalSelfAttention(d_model, n_heads, context, dropout)
-        self.ln2 = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model),
-                                 nn.Dropout(dropout))
+        self.ln_1 = nn.LayerNorm(n_embd)
+        self.attn = CausalSelfAttention(n_embd, n_head, block_size, dropout, flash)
+        self.ln_2 = nn.LayerNorm(n_embd)
+        self.mlp = MLP(n_embd, dropout)
 
-    def forward(self, x, b, t):
-        x = x + self.attn(self.ln1(x), b, t)
-        return x + self.mlp(self.ln2(x))
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
 
 
 class CharTransformer(nn.Module):
-    def __init__(self, vocab_size: int, context: int = 64, d_model: int = 64, n_heads: int = 4, n_layers: int = 2,
-                 dropout: float = 0.2):
-        super().__init__()
-        self.context = context
-        self.tok = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Embedding(context, d_model)
-        for e in (self.tok, self.pos):
-            nn.init.normal_(e.weight, 0.0, 0.02)
-        self.drop = nn.Dropout(dropout)
-        self.blocks = nn.ModuleList([Block(d_model, n_heads, context, dropout) for _ in range(n_layers)])
-        self.ln = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size)
+    """nanoGPT's GPT: ``context`` is its block_size, ``d_model`` n_embd, ``n_heads`` n_head,
+    ``n_layers`` n_layer; ``flash`` picks ``F.scaled_dot_product_attention``."""
 
-    def forward(self, idx):                                   # idx: (B, T) integers
-        b, t = idx.shape
-        h = self.drop(self.tok(idx) + self.pos(np.arange(t)))
-        h = h.reshape(b * t, -1)
-        for blk in self.blocks:
-            h = blk(h, b, t)
-        return self.head(self.ln(h)).reshape(b, t, -1)        # (B, T, vocab) logits
+    def __init__(self, vocab_size: int, context: int = 64, d_model: int = 64, n_heads: int = 4, n_layers: int = 2,
+                 dropout: float = 0.2, flash: bool = False):
+        super().__init__()
+        self.context = self.block_size = context
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab_size, d_model),
+            wpe=nn.Embedding(context, d_model),
+            drop=nn.Dropout(dropout),
+            h=nn.ModuleList([Block(d_model, n_heads, context, dropout, flash) for _ in range(n_layers)]),
+            ln_f=nn.LayerNorm(d_model),
+        ))
+        self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying: one matrix reads in and out
+        self.apply(self._init_weights)
+        for pn, p in self.named_parameters():  # GPT-2's scaled initialisation of the residual projections
+            if pn.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * n_layers))
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def forward(self, idx, targets=None):                     # idx: (B, T) integers
+        if not isinstance(idx, mg.Tensor):
+            idx = mg.tensor(idx)
+        b, t = idx.size()
+        assert t <= self.block_size, f"a sequence of {t} is longer than the block size {self.block_size}"
+        pos = mg.arange(0, t, dtype=mg.long, device=idx.device)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        for block in self.transformer.h:
+            x = block(x)
+        logits = self.lm_head(self.transformer.ln_f(x))       # (B, T, vocab) logits
+        if targets is None:
+            return logits
+        return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+
+    def configure_optimizers(self, weight_decay: float, learning_rate: float, betas):
+        """AdamW with two groups: weight decay for the 2-D parameters (the matrices and the
+        embeddings), none for the biases and the LayerNorms."""
+        params = {pn: p for pn, p in self.named_parameters() if p.requires_grad}
+        decay = [p for p in params.values() if p.dim() >= 2]
+        nodecay = [p for p in params.values() if p.dim() < 2]
+        groups = [{"params": decay, "weight_decay": weight_decay}, {"params": nodecay, "weight_decay": 0.0}]
+        return mg.optim.AdamW(groups, lr=learning_rate, betas=betas)
+
+    @mg.no_grad()
+    def generate(self, idx, max_new_tokens: int, temperature: float = 1.0, top_k: int | None = None):
+        """Extend ``idx`` (B, T) by ``max_new_tokens`` sampled tokens, feeding each back in."""
+        for _ in range(max_new_tokens):
+            idx_cond = idx if idx.size(1) <= self.block_size else idx[:, -self.block_size:]
+            logits = self(idx_cond)[:, -1, :] / temperature
+            if top_k is not None:
+                v, _ = mg.topk(logits, min(top_k, logits.size(-1)))
+                logits = logits.masked_fill(logits < v[:, [-1]], float("-inf"))
+            probs = F.softmax(logits, dim=-1)
+            idx_next = mg.multinomial(probs, num_samples=1)
+            idx = mg.cat((idx, idx_next), dim=1)
+        return idx
 
 
 def loss_of(model, x, y):
     logits = model(x)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+    return F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1))
 
 
 def eval_loss(model, ids, context: int, batch: int = 32, windows: int = 64) -> float:
@@ -166,25 +240,20 @@ def eval_loss(model, ids, context: int, batch: int = 32, windows: int = 64) -> f
     with mg.no_grad():
         for _ in range(max(1, windows // batch)):
             x, y = batches(ids, context, batch, rng)
-            total += loss_of(model, x, y).item()
+            total += loss_of(model, mg.tensor(x), mg.tensor(y)).item()
             n += 1
     model.train()
     return total / n
 
 
-def sample(model, vocab: Chars, prompt: str, length: int, temperature: float = 0.8, seed: int = 0) -> str:
-    rng = np.random.default_rng(seed)
-    ids = list(vocab.encode(prompt))
+def sample(model, vocab: Chars, prompt: str, length: int, temperature: float = 0.8, top_k: int | None = None,
+           seed: int = 0) -> str:
     model.eval()
-    with mg.no_grad():
-        for _ in range(length):
-            ctx = np.array([ids[-model.context:]], dtype=np.int64)
-            logits = model(ctx).numpy()[0, -1].astype(np.float64) / temperature
-            p = np.exp(logits - logits.max())
-            p /= p.sum()
-            ids.append(int(rng.choice(len(p), p=p)))
+    mg.manual_seed(seed)  # mg.multinomial draws from the global generator
+    idx = mg.tensor(vocab.encode(prompt)[None, :])
+    out = model.generate(idx, length, temperature=temperature, top_k=top_k)
     model.train()
-    return vocab.decode(ids)
+    return vocab.decode(out[0].tolist())
 
 
 # -- training --------------------------------------------------------------------------------------------
@@ -216,7 +285,8 @@ def plot_curves(steps, train, held, bigram, path: Path) -> Path | None:
 
 def main(steps: int = STEPS, batch: int = 16, context: int = 64, lr: float = 3e-3, seed: int = 0,
          eval_every: int = 100, sample_len: int = 300, out_dir: Path | str | None = None, plot: bool = True,
-         threads: int | None = 1, compile: bool = False, log=print) -> dict:  # noqa: A002
+         threads: int | None = 1, compile: bool = False, flash: bool = False, top_k: int | None = None,
+         log=print) -> dict:  # noqa: A002
     """Train and report; returns {"held_out_loss", "bigram_loss", "losses", "sample", "seconds", "model",
     "optimizer", "compile_stats", ...}. ``compile``: capture the training step with ``mg.compile``."""
     out_dir = OUT if out_dir is None else Path(out_dir)
@@ -226,12 +296,10 @@ def main(steps: int = STEPS, batch: int = 16, context: int = 64, lr: float = 3e-
     log(f"text: {len(train_ids)} training and {len(held_ids)} held-out characters, vocabulary of {len(vocab)}")
     log(f"bigram baseline (held-out): {bigram:.4f} nats/char; uniform: {math.log(len(vocab)):.4f}")
     mg.manual_seed(seed)
-    model = CharTransformer(len(vocab), context=context)
-    log(f"model: 2 layers, 4 heads, d=64, context {context}: {model.num_parameters()} parameters")
-    decay = [p for n, p in model.named_parameters() if n.endswith("weight") and p.ndim == 2]
-    other = [p for n, p in model.named_parameters() if not (n.endswith("weight") and p.ndim == 2)]
-    opt = mg.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": other, "weight_decay": 0.0}],
-                         lr=lr, betas=(0.9, 0.98))
+    model = CharTransformer(len(vocab), context=context, flash=flash)
+    log(f"model: 2 layers, 4 heads, d=64, context {context}{', flash attention' if flash else ''}: "
+        f"{model.num_parameters()} parameters")
+    opt = model.configure_optimizers(weight_decay=0.1, learning_rate=lr, betas=(0.9, 0.98))
     sched = mg.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(steps, 1))
 
     def train_step(x, y):  # the batch comes in as arguments: a compiled step replays on what it is given
@@ -258,7 +326,7 @@ def main(steps: int = STEPS, batch: int = 16, context: int = 64, lr: float = 3e-
                 log(f"step {step:5d}  train {np.mean(losses[-eval_every:]):.4f}  held-out {held[-1]:.4f}  "
                     f"(bigram {bigram:.4f})  {time.perf_counter() - t0:.1f}s")
     dt = time.perf_counter() - t0
-    text = sample(model, vocab, "The miller ", sample_len, seed=seed) if sample_len else ""
+    text = sample(model, vocab, "The miller ", sample_len, top_k=top_k, seed=seed) if sample_len else ""
     if text:
         log("sample:\n" + text)
     fig = plot_curves(eval_steps, losses, held, bigram, out_dir / "char_transformer_loss.png") if plot else None
@@ -283,6 +351,9 @@ if __name__ == "__main__":
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
     ap.add_argument("--no-plot", action="store_true", help="skip the loss curve (matplotlib)")
     ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
+    ap.add_argument("--flash", action="store_true", help="attention by F.scaled_dot_product_attention(is_causal=True)")
+    ap.add_argument("--top-k", type=int, default=None, help="sample from the k likeliest characters only")
     a = ap.parse_args()
     main(steps=a.steps, batch=a.batch_size, context=a.context, lr=a.lr, seed=a.seed, sample_len=a.sample,
-         threads=a.threads or None, plot=not a.no_plot, compile=a.compile)
+         threads=a.threads or None, plot=not a.no_plot, compile=a.compile,
+         flash=a.flash, top_k=a.top_k)

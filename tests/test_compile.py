@@ -1107,9 +1107,10 @@ def _char_text():
 
 
 def _char_transformer():
-    """examples/char_transformer.py's training step (token and position embeddings, causal
-    attention with einsum, dropout, GELU, LayerNorm, clip_grad_norm_, AdamW with two parameter
-    groups, cosine schedule stepped inside)."""
+    """examples/char_transformer.py's training step (nanoGPT's model: token and position embeddings
+    with weight tying, causal attention by split/view/transpose and masked_fill of a tril buffer,
+    dropout, GELU, LayerNorm, clip_grad_norm_, AdamW with two parameter groups, cosine schedule
+    stepped inside)."""
     ex = _example("char_transformer")
     vocab, _, _ = _char_text()
     model = ex.CharTransformer(len(vocab), context=16, d_model=32, n_heads=4, n_layers=1)
