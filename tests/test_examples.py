@@ -193,3 +193,14 @@ def test_cnn_digits_reaches_98_percent(tmp_path):
 def test_char_transformer_beats_the_bigram_baseline(tmp_path):
     res = load("char_transformer").main(sample_len=40, out_dir=tmp_path, plot=False, log=_quiet)
     assert res["held_out_loss"] < res["bigram_loss"], (res["held_out_loss"], res["bigram_loss"])
+
+
+def test_char_rnn(tmp_path):
+    ex = load("char_rnn")
+    res = ex.main(steps=4, batch=4, context=16, hidden=32, embed=16, layers=2, eval_every=2, sample_len=20,
+                  log=_quiet)
+    assert len(res["losses"]) == 4 and len(res["held_out"]) == 2
+    assert res["losses"][-1] < res["losses"][0]
+    assert res["sample"].startswith("The miller ") and len(res["sample"]) == len("The miller ") + 20
+    assert [n for n, _ in res["model"].named_parameters()][:3] == ["embed.weight", "lstm.weight_ih_l0",
+                                                                   "lstm.weight_hh_l0"]
