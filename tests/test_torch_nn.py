@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import minigrad as mg
+from conftest import to_np
 
 torch = pytest.importorskip("torch")
 
@@ -282,3 +283,46 @@ def test_sdpa_dropout_and_errors():
         F.scaled_dot_product_attention(q, q, q, attn_mask=mg.ones(4, 4, dtype=mg.bool_), is_causal=True)
     with pytest.raises(ValueError, match="do not fit"):
         F.scaled_dot_product_attention(q, mg.tensor(_r(2, 4, 5)), q)
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate"])
+@pytest.mark.parametrize("shape,pad", [((3, 4, 5), (1, 2)), ((2, 3, 4, 5), (2, 1, 1, 2)), ((2, 3, 4, 5), (3, 0, 0, 2))])
+def test_pad_reflect_and_replicate_match_torch(mode, shape, pad):
+    """F.pad's other modes (a gather at mirrored or clamped positions), values and gradients as torch's."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape)
+    xm, xt = mg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    out, tout = F.pad(xm, pad, mode=mode), torch.nn.functional.pad(xt, pad, mode=mode)
+    w = rng.standard_normal(tuple(tout.shape))
+    (out * mg.tensor(w)).sum().backward()
+    (tout * torch.tensor(w)).sum().backward()
+    np.testing.assert_allclose(to_np(out), tout.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(to_np(xm.grad), xt.grad.numpy(), rtol=1e-12)
+    assert mg.gradcheck(lambda a: F.pad(a, pad, mode=mode), [mg.tensor(x, requires_grad=True)], modes=("rev", "fwd"),
+                        order=2, fast=True)
+
+
+def test_pad_reflect_refuses_a_width_as_large_as_its_dim():
+    with pytest.raises(ValueError, match=r"pad: reflect padding \(4, 0\) must be smaller than the dim it pads \(size 4"):
+        F.pad(mg.zeros(2, 4), (4, 0), mode="reflect")
+    with pytest.raises(NotImplementedError, match="pad: mode must be"):
+        F.pad(mg.zeros(2, 4), (1, 1), mode="circular")
+
+
+def test_embedding_padding_idx_reads_the_row_and_sends_it_no_gradient():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    w, idx = rng.standard_normal((6, 3)), np.array([[0, 2, 2], [5, 2, 1]])
+    wm, wt = mg.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    out = F.embedding(mg.tensor(idx), wm, padding_idx=2)
+    tout = torch.nn.functional.embedding(torch.tensor(idx), wt, padding_idx=2)
+    out.sum().backward()
+    tout.sum().backward()
+    np.testing.assert_allclose(to_np(out), tout.detach().numpy())
+    np.testing.assert_allclose(to_np(wm.grad), wt.grad.numpy())
+    layer = mg.nn.Embedding(5, 2, padding_idx=-1)
+    assert layer.padding_idx == 4 and not to_np(layer.weight)[4].any()
+    assert "padding_idx=4" in repr(layer)
+    with pytest.raises(ValueError, match="Embedding: padding_idx 5 is out of range"):
+        mg.nn.Embedding(5, 2, 5)

@@ -113,8 +113,9 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     return y
 
 
-def embedding(indices, weight):
-    """Rows of ``weight`` picked by integer ``indices`` (any shape); repeated rows accumulate gradient."""
+def embedding(indices, weight, padding_idx=None):
+    """Rows of ``weight`` picked by integer ``indices`` (any shape); repeated rows accumulate gradient.
+    ``padding_idx`` (PyTorch's): that row is read but gets no gradient."""
     idx = indices.data if isinstance(indices, Tensor) else indices
     if isinstance(idx, (list, tuple, numbers.Integral)):
         idx = np.asarray(idx)
@@ -126,7 +127,14 @@ def embedding(indices, weight):
         if lo < 0 or hi >= n:
             raise IndexError(f"embedding: index {lo if lo < 0 else hi} is out of range for {n} embeddings")
     # index by the Tensor itself when there is one: getitem saves it with its version
-    return weight[indices if isinstance(indices, Tensor) else idx]
+    out = weight[indices if isinstance(indices, Tensor) else idx]
+    if padding_idx is None:
+        return out
+    p = int(padding_idx)
+    if not -n <= p < n:
+        raise ValueError(f"embedding: padding_idx {padding_idx} is out of range for {n} embeddings")
+    pad = (idx == p % n)[..., None]
+    return _ew.where(pad if isinstance(pad, np.ndarray) else Tensor(pad), out.detach(), out)
 
 
 # -- PyTorch's further normalisations, distances and attention -------------------------------------

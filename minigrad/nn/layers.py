@@ -14,6 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import creation as _creation
+from ..grad_mode import no_grad
 from . import init
 from ._common import positive_int
 from . import functional as F
@@ -307,24 +308,34 @@ class Linear(Module):
 class Embedding(Module):
     """A lookup table: integer indices of any shape -> rows of ``weight`` (num_embeddings, embedding_dim).
 
-    Initialised from N(0, 1), as PyTorch does.
+    Initialised from N(0, 1), as PyTorch does; ``padding_idx`` (PyTorch's): that row starts at zero
+    and gets no gradient.
     """
 
-    def __init__(self, num_embeddings: int, embedding_dim: int, dtype=None, device=None):
+    def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx=None, *, dtype=None, device=None):
         super().__init__()
         self.num_embeddings = positive_int(num_embeddings, "Embedding", "num_embeddings")
         self.embedding_dim = positive_int(embedding_dim, "Embedding", "embedding_dim")
+        if padding_idx is not None:
+            if not -self.num_embeddings <= int(padding_idx) < self.num_embeddings:
+                raise ValueError(f"Embedding: padding_idx {padding_idx} is out of range for {num_embeddings} embeddings")
+            padding_idx = int(padding_idx) % self.num_embeddings
+        self.padding_idx = padding_idx
         self.weight = Parameter(_creation.empty(self.num_embeddings, self.embedding_dim, dtype=dtype, device=device))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         init.normal_(self.weight)
+        if self.padding_idx is not None:
+            with no_grad():
+                self.weight[self.padding_idx] = 0.0
 
     def forward(self, indices):
-        return F.embedding(indices, self.weight)
+        return F.embedding(indices, self.weight, padding_idx=self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        return f"{self.num_embeddings}, {self.embedding_dim}" + (
+            f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
 
 
 class Dropout(Module):

@@ -1,10 +1,12 @@
-"""Constant padding, functional form: ``pad`` (PyTorch's ``F.pad``) and ``pad_widths`` (one
+"""Padding, functional form: ``pad`` (PyTorch's ``F.pad``: constant, reflect, replicate) and ``pad_widths`` (one
 ``(lo, hi)`` per dim, as convolution and pooling pad), both running the ``pad_constant`` op, whose
 gradient is the interior of the incoming one (a view).
 
 ``minigrad.nn.functional`` exports ``pad``.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..engine import run_op
 from ..creation import as_tensor
@@ -42,8 +44,9 @@ def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyT
         x: a Tensor.
         pad: ``(left, right)`` pairs starting from the LAST dim: ``(l, r)`` pads the last dim,
             ``(l, r, t, b)`` the last two, and so on. Entries must be >= 0.
-        mode: only ``"constant"``.
-        value: the fill value.
+        mode: ``"constant"`` (``value``), ``"reflect"`` (mirrored, the edge not repeated) or
+            ``"replicate"`` (the edge repeated).
+        value: the fill value (``"constant"``).
 
     Returns:
         a new Tensor; its gradient is the interior of the incoming one.
@@ -52,8 +55,8 @@ def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyT
     (2, 5)
     """
     x = as_tensor(x, "pad")
-    if mode != "constant":
-        raise NotImplementedError(f"pad: only mode='constant' is implemented, got {mode!r}")
+    if mode not in ("constant", "reflect", "replicate"):
+        raise NotImplementedError(f"pad: mode must be 'constant', 'reflect' or 'replicate', got {mode!r}")
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2 or len(pad) // 2 > x.ndim:
         raise ValueError(f"pad: {pad} must hold (left, right) pairs for at most {x.ndim} dims (input shape {x.shape})")
@@ -62,7 +65,26 @@ def pad(x, pad, mode: str = "constant", value: float = 0.0):  # noqa: A002 - PyT
     widths = [(0, 0)] * x.ndim
     for k in range(len(pad) // 2):
         widths[x.ndim - 1 - k] = (pad[2 * k], pad[2 * k + 1])
-    return pad_widths(x, tuple(widths), value)
+    if mode == "constant":
+        return pad_widths(x, tuple(widths), value)
+    for d, (lo, hi) in enumerate(widths):  # reflect / replicate: each padded dim read at mirrored or clamped positions
+        if lo or hi:
+            x = x[(slice(None),) * d + (_edge_positions(x.shape[d], lo, hi, mode, x.shape),)]
+    return x
+
+
+def _edge_positions(n, lo, hi, mode, shape):
+    """The source position of each of ``lo + n + hi`` outputs along a dim of size ``n``: mirrored
+    without repeating the edge (``reflect``, PyTorch's rule: each width below ``n``), or clamped
+    (``replicate``); a gather, so the gradient adds up where a position is read twice."""
+    i = np.arange(-lo, n + hi)
+    if mode == "replicate":
+        return np.clip(i, 0, n - 1)
+    if lo >= n or hi >= n:
+        raise ValueError(f"pad: reflect padding ({lo}, {hi}) must be smaller than the dim it pads (size {n}, input "
+                         f"shape {tuple(shape)})")
+    i = np.abs(i)
+    return np.where(i > n - 1, 2 * (n - 1) - i, i)
 
 
 def pad_widths(x, widths, value=0.0):
