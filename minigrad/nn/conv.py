@@ -55,11 +55,13 @@ def _conv_padding(padding, ks, stride, dilation, nd, op):
     return tuple((q, q) for q in p)
 
 
-def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
+def _operands(x, weight, groups, nd, op, layout):
+    """A convolution's input (batched: whether it was not) and weight as Tensors, their ranks and
+    ``groups`` checked; ``layout`` names the weight's first two dims in messages."""
     x = as_tensor(x, op)
     weight = as_tensor(weight, op)
     if weight.ndim != nd + 2:
-        raise ValueError(f"{op}: weight must be {nd + 2}-D (out, in/groups, *kernel), got shape {weight.shape}")
+        raise ValueError(f"{op}: weight must be {nd + 2}-D ({layout}, *kernel), got shape {weight.shape}")
     unbatched = x.ndim == nd + 1
     if unbatched:
         x = x.unsqueeze(0)
@@ -67,6 +69,11 @@ def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
         raise ValueError(f"{op}: input must be {nd + 1}-D or {nd + 2}-D (N, C, *spatial), got shape {x.shape}")
     if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    return x, weight, unbatched
+
+
+def _conv(x, weight, bias, stride, padding, dilation, groups, nd, op):
+    x, weight, unbatched = _operands(x, weight, groups, nd, op, "out, in/groups")
     n, c = x.shape[:2]
     o, cg = weight.shape[:2]
     ks = tuple(weight.shape[2:])
@@ -214,17 +221,7 @@ def _conv_transpose(x, weight, bias, stride, padding, output_padding, groups, di
     padded by ``dilation (k - 1) - padding`` each side (``output_padding`` more on the high side;
     a negative width crops), then convolved at stride 1 with the flipped weight whose in and out
     channels swap within each group."""
-    x = as_tensor(x, op)
-    weight = as_tensor(weight, op)
-    if weight.ndim != nd + 2:
-        raise ValueError(f"{op}: weight must be {nd + 2}-D (in, out/groups, *kernel), got shape {weight.shape}")
-    unbatched = x.ndim == nd + 1
-    if unbatched:
-        x = x.unsqueeze(0)
-    if x.ndim != nd + 2:
-        raise ValueError(f"{op}: input must be {nd + 1}-D or {nd + 2}-D (N, C, *spatial), got shape {x.shape}")
-    if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
-        raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
+    x, weight, unbatched = _operands(x, weight, groups, nd, op, "in, out/groups")
     g = int(groups)
     n, c = x.shape[:2]
     ci, og = weight.shape[:2]
