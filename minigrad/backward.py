@@ -15,13 +15,17 @@ import time
 
 import numpy as np
 
+from . import _batched
 from . import _state
 from . import _xp
+from .batching import settle as _settle_tensor
 from .engine import ArrayCtx, Node, _as_array, array_namespace, edge
 from .tensor import Tensor, wrap
 
 _get_mode = _state.get
 _nd = np.ndarray
+_Batched = _batched.BatchedArray
+_NO_LEVELS = frozenset()
 
 
 def run_backward(tensors, grads, retain_graph=False, create_graph=False, results=None):
@@ -149,8 +153,12 @@ def _rule(n, g, on_tensors):
     if on_tensors:
         return op.rule(n, g, **p)
     if op.rule_on_arrays:
-        xp = _NUMPY if isinstance(g, _nd) else array_namespace(_xp.array_module(g))
-        return op.rule(ArrayCtx(n, xp), g, **p)
+        ctx = ArrayCtx(n, None)
+        if _batched.active:  # vmap: a saved array may be batched where g is not
+            ctx.xp = array_namespace(_xp.array_module(*_arrays(g), *_arrays(ctx.saved), *_arrays((ctx.out,))))
+        else:
+            ctx.xp = _NUMPY if isinstance(g, _nd) else array_namespace(_xp.array_module(g))
+        return op.rule(ctx, g, **p)
     # a rule over Tensors only (autograd.Function): handed Tensors, its results taken back as arrays
     gt = [None if x is None else wrap(x) for x in g] if n.n_out != 1 else wrap(g)
     return tuple(None if r is None else r.data if isinstance(r, Tensor) else r for r in op.rule(n, gt, **p))
@@ -158,6 +166,10 @@ def _rule(n, g, on_tensors):
 
 _NONE: dict = {}
 _NUMPY = array_namespace(np)
+
+
+def _arrays(vs):
+    return [v for v in (vs if isinstance(vs, (list, tuple)) else (vs,)) if hasattr(v, "shape")]
 
 
 def _run_rule(n, g, on_tensors, results, observers):
@@ -198,6 +210,9 @@ def _send(n, grads, leaves, on_tensors, add):
             continue
         if not isinstance(gi, _nd):
             gi = _checked(n, gi, on_tensors)
+            if (gi.data if on_tensors else gi).__class__ is _Batched:  # vmap: sum over levels it was not batched at
+                keep = n.batch_levels.get(i, _NO_LEVELS) if n.batch_levels else _NO_LEVELS
+                gi = _settle_tensor(gi, keep) if on_tensors else _batched.settle(gi, keep)
         shape, dtype = meta[i]
         if gi.shape != shape:
             if not n.definition.broadcast:
