@@ -1214,3 +1214,15 @@ def innermost(a):
     while a.__class__ is BatchedArray:
         a = a.p
     return a
+
+
+def check_write(target, values, name: str) -> None:
+    """Refuse an in-place write (``name``) of a value batched at a level the target is not batched at."""
+    have = levels_of(target)
+    for v in values:
+        extra = levels_of(v) - have
+        if extra:
+            raise RuntimeError(
+                f"vmap: {name}: an in-place write of a batched value into an unbatched tensor (shape "
+                f"{tuple(target.shape)}): the tensor is the same for every batch element and the value is not; write "
+                "into a batched tensor, or use the out-of-place op")

@@ -30,7 +30,7 @@ def _linear(ctx, t, **params):
     return None if t is None else ctx.xp.run_op(ctx.op, t, **params)
 
 
-VMAP_IN = Op("vmap_in", lambda xp, x, dim, level, size: _in_forward(xp, x, dim, level), _in_rule, kind="view",
+VMAP_IN = Op("vmap_in", lambda xp, x, dim, level, size: _in_forward(xp, x, dim, level), _in_rule, kind="view", view=True,
              jvp=_linear, info=lambda dim, level, size: {"in_dim": dim, "level": level})
 VMAP_OUT = Op("vmap_out", _out_forward, _out_rule, kind="view", jvp=_linear,
               info=lambda dim, level, size: {"out_dim": dim, "level": level})
