@@ -28,6 +28,9 @@ from contextvars import ContextVar
 
 import numpy as np
 
+from . import _state
+from .errors import BatchingFallback
+
 _level_ids = itertools.count(1)
 _lock = threading.Lock()
 # the vmap levels active in this thread, outermost first: (level, size, randomness)
@@ -35,8 +38,12 @@ _levels: ContextVar[tuple] = ContextVar("minigrad_vmap_levels", default=())
 active = 0  # how many vmap calls run, in any thread: a hint that lets hot paths skip the checks
 
 
-class NoBatchRule(Exception):
-    """An array call on batched arrays that has no batching rule: the op runs per element."""
+class NoBatchRule(BatchingFallback):
+    """An array call on batched arrays that has no batching rule: the op's own batching rule runs
+    instead, or the op once per element (``fallback``)."""
+
+    def fallback(self, op, arrays, params):
+        return fallback(op, arrays, params, self)
 
 
 class BatchedValueError(NoBatchRule, RuntimeError):
@@ -50,6 +57,7 @@ def new_level(size: int, randomness: str):
     with _lock:
         level = next(_level_ids)
         active += 1
+        _state.vmapping += 1
     return level, _levels.set(_levels.get() + ((level, size, randomness),))
 
 
@@ -58,6 +66,7 @@ def exit_level(token) -> None:
     _levels.reset(token)
     with _lock:
         active -= 1
+        _state.vmapping -= 1
 
 
 def levels() -> tuple:
@@ -181,6 +190,17 @@ class BatchedArray:
     @property
     def flags(self):
         return self.p.flags
+
+    @property
+    def vmap_levels(self) -> frozenset:
+        """The levels this array is batched at (the engine notes them for backward)."""
+        return levels_of(self)
+
+    def settle(self, keep):
+        return settle(self, keep)
+
+    def to_settle(self, keep):
+        return to_settle(self, keep)
 
     @property
     def batch_namespace(self):

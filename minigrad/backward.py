@@ -15,16 +15,13 @@ import time
 
 import numpy as np
 
-from . import _batched
 from . import _state
 from . import _xp
-from .batching import settle as _settle_tensor
-from .engine import ArrayCtx, Node, _as_array, array_namespace, edge
+from .engine import OPS, ArrayCtx, Node, _as_array, array_namespace, edge, run_op
 from .tensor import Tensor, wrap
 
 _get_mode = _state.get
 _nd = np.ndarray
-_Batched = _batched.BatchedArray
 _NO_LEVELS = frozenset()
 
 
@@ -154,7 +151,7 @@ def _rule(n, g, on_tensors):
         return op.rule(n, g, **p)
     if op.rule_on_arrays:
         ctx = ArrayCtx(n, None)
-        if _batched.active:  # vmap: a saved array may be batched where g is not
+        if _state.vmapping:  # vmap: a saved array may be batched where g is not
             ctx.xp = array_namespace(_xp.array_module(*_arrays(g), *_arrays(ctx.saved), *_arrays((ctx.out,))))
         else:
             ctx.xp = _NUMPY if isinstance(g, _nd) else array_namespace(_xp.array_module(g))
@@ -210,9 +207,9 @@ def _send(n, grads, leaves, on_tensors, add):
             continue
         if not isinstance(gi, _nd):
             gi = _checked(n, gi, on_tensors)
-            if (gi.data if on_tensors else gi).__class__ is _Batched:  # vmap: sum over levels it was not batched at
-                keep = n.batch_levels.get(i, _NO_LEVELS) if n.batch_levels else _NO_LEVELS
-                gi = _settle_tensor(gi, keep) if on_tensors else _batched.settle(gi, keep)
+            if getattr(gi.data if on_tensors else gi, "vmap_levels", None):  # vmap: summed over the levels
+                keep = n.batch_levels.get(i, _NO_LEVELS) if n.batch_levels else _NO_LEVELS  # it was not batched at
+                gi = _settle_tensor(gi, keep) if on_tensors else gi.settle(keep)
         shape, dtype = meta[i]
         if gi.shape != shape:
             if not n.definition.broadcast:
@@ -227,6 +224,14 @@ def _send(n, grads, leaves, on_tensors, add):
             _node_add(p[0], p[1], gi, add)
         else:
             _add_to(leaves, p, gi, add)
+
+
+def _settle_tensor(g, keep):
+    """A gradient Tensor batched at finished vmap levels its input was not batched at, summed over
+    them (``vmap_out`` gives a level's batch as axis 0, _batched.py and batching.py)."""
+    for level, size in g.data.to_settle(keep):
+        g = run_op(OPS["vmap_out"], g, dim=0, level=level, size=size).sum(axis=0)
+    return g
 
 
 def _checked(n, g, on_tensors):

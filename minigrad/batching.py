@@ -2,11 +2,12 @@
 ``_batched.py``), ``VMAP_OUT`` gives the batch back as an axis. Each is the other's gradient and
 its own tangent (both are linear), so a vmapped computation differentiates like any other:
 ``grad(vmap(f))`` runs the vmapped backward, ``vmap(grad(f))`` a backward per element.
-``settle`` sums a gradient over the levels its input was not batched at (backward.py)."""
+Backward sums a gradient over the finished levels its input was not batched at with VMAP_OUT
+(backward._settle_tensor, looked up by name: the core does not import vmap)."""
 from __future__ import annotations
 
 from . import _batched
-from .engine import Op, run_op
+from .engine import OPS, Op
 
 
 def _in_forward(xp, x, dim, level):
@@ -36,8 +37,4 @@ VMAP_OUT = Op("vmap_out", _out_forward, _out_rule, kind="view", jvp=_linear,
               info=lambda dim, level, size: {"out_dim": dim, "level": level})
 
 
-def settle(g, keep):
-    """The gradient Tensor ``g`` summed over the dead levels its input was not batched at."""
-    for level, size in _batched.to_settle(g.data, keep):
-        g = run_op(VMAP_OUT, g, dim=0, level=level, size=size).sum(axis=0)
-    return g
+OPS["vmap_in"], OPS["vmap_out"] = VMAP_IN, VMAP_OUT  # backward finds vmap_out by name (its _settle_tensor)

@@ -12,10 +12,9 @@ import weakref
 
 import numpy as np
 
-from . import _batched
 from . import _state
 from . import _xp
-from .errors import NAMED_ERRORS, MinigradError, reraise
+from .errors import NAMED_ERRORS, BatchingFallback, MinigradError, reraise
 from .tensor import Tensor, get_default_dtype, wrap
 
 OPS: dict = {}        # every registered op's record by name (ops/_registry.defop fills it)
@@ -23,7 +22,6 @@ FUNCTIONS: dict = {}  # NumPy name -> minigrad's function of that name (ops/__in
 _next_seq = itertools.count().__next__
 _get_mode = _state.get
 _nd = np.ndarray
-_Batched = _batched.BatchedArray
 
 
 class Op:
@@ -47,8 +45,8 @@ class Op:
     - ``jvp(ctx, *tangents, **params)``: the forward-mode rule, the output's tangent (forward_ad.py
       derives it for elementwise, linear and multilinear ops).
     - ``batch(forward, arrays, params)``: vmap's batching rule, for an op whose forward cannot run on
-      batched arrays as it is written (_batched.py: an elementwise op's is derived: its forward on
-      the physical arrays, aligned); None: the forward batches its own array calls.
+      batched arrays as it is written (_batched.py; the registry derives an elementwise op's: its
+      forward on the physical arrays, aligned); None: the forward batches its own array calls.
     """
 
     __slots__ = ("name", "forward", "rule", "save", "save_at", "save_for_others", "save_out", "aux", "broadcast", "view",
@@ -63,7 +61,7 @@ class Op:
         self.save_for_others, self.save_out, self.aux, self.broadcast = save_for_others, save_out, aux, broadcast
         self.view, self.kind, self.n_out, self.info, self.rule_on_arrays, self.jvp = view, kind, n_out, info, rule_on_arrays, jvp
         self.ufunc = ufunc
-        self.batch = batch if batch is not None or kind != "elementwise" else _batched.elementwise_op
+        self.batch = batch
 
     def __repr__(self):
         return f"<Op {self.name}>"
@@ -222,8 +220,8 @@ def _forward(op, xp, args, datas, params, mode):
         if mode.observers:
             return _observed_forward(op, xp, args, datas, params, mode.observers)
         return op.forward(xp, *datas, **params)
-    except _batched.NoBatchRule as e:  # vmap: an array call without a batching rule
-        return _batched.fallback(op, datas, params, e)
+    except BatchingFallback as e:  # vmap: an array call without a batching rule
+        return e.fallback(op, datas, params)
     except NAMED_ERRORS as e:  # NumPy's text ("boolean negative ... not supported") names the op first
         if isinstance(e, ValueError) and op.broadcast and "broadcast" in str(e):
             shapes = " and ".join(str(tuple(d.shape)) if hasattr(d, "shape") else "scalar" for d in datas)
@@ -346,8 +344,8 @@ def _edges(args):
                 parents.append(edge(a))
                 meta.append((d.shape, d.dtype))
                 n_grad += 1
-                if d.__class__ is _Batched:  # vmap: the levels it is batched at (backward.py's _send)
-                    levels = (levels or {}) | {len(parents) - 1: _batched.levels_of(d)}
+                if d.__class__ is not _nd and getattr(d, "vmap_levels", None):  # vmap (backward.py's _send)
+                    levels = (levels or {}) | {len(parents) - 1: d.vmap_levels}
                 continue
             consts = (consts or ()) + ((len(parents), d.shape, d.dtype),)
         parents.append(None)
@@ -407,8 +405,8 @@ class ArrayNamespace:
     def run_op(self, op, *args, **params):
         try:
             return op.forward(self._module, *args, **params)
-        except _batched.NoBatchRule as e:  # vmap: the op's batching rule, or once per element
-            return _batched.fallback(op, args, params, e)
+        except BatchingFallback as e:  # vmap: the op's batching rule, or once per element
+            return e.fallback(op, args, params)
 
     def __getattr__(self, name):
         fn = getattr(np, name, None) and getattr(self._module, name, None)
