@@ -923,12 +923,26 @@ def _matmul(fn, a, b, **kw):
         b = BatchedArray(level, pb[..., None]) if pb is not None else b[:, None]
     nd = max(max(na, 2), max(nb, 2))
     xa, xb = _aligned((a, b), level, nd)
-    r = fn(xa, xb, **kw)
+    r = _stacked_matmul(fn, xa, xb) if not kw else fn(xa, xb, **kw)
     if na == 1:
         r = r[..., 0, :]
     if nb == 1:
         r = r[..., 0]
     return BatchedArray(level, r)
+
+
+def _stacked_matmul(fn, xa, xb):
+    """``fn(xa, xb)`` (performance only: the same product) for the two stacks where NumPy's matmul
+    loops over small matrices: a shared matrix ``xb`` (the batch folds into ``xa``'s rows: one
+    GEMM), and a contraction over one (outer products: one broadcast multiply)."""
+    if xa.__class__ is BatchedArray or xb.__class__ is BatchedArray or xa.ndim < 2 or xb.ndim < 2:
+        return fn(xa, xb)
+    k = xa.shape[-1]
+    if k == 1 and xb.shape[-2] == 1:
+        return xa * xb
+    if xb.ndim == 2 and xa.ndim > 2 and xa.shape[-2] * 4 < xa.size // k:  # few rows per element
+        return fn(xa.reshape(-1, k), xb).reshape(xa.shape[:-1] + xb.shape[-1:])
+    return fn(xa, xb)
 
 
 @rule("dot")
