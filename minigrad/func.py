@@ -302,7 +302,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
             with dual_level():
                 duals = iter([make_dual(x, t) for x, t in zip(xs, ts, strict=True)])
                 a = list(args)
-                for i, (n, s) in zip(nums, groups, strict=True):
+                for i, (_, s) in zip(nums, groups, strict=True):
                     a[i] = _pytree.unflatten(duals, s)
                 out, aux = _split_aux(func(*a, **kwargs), has_aux, name)
                 outs, spec = _flatten(out, name)
