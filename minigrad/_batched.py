@@ -486,28 +486,24 @@ def _ufunc_reduce(ufunc, method, x, kwargs):
 
 
 def _ufunc_at(ufunc, a, idx, b=None):
-    """``np.add.at(a, idx, b)``: a batched ``a`` takes each element's own scatter."""
-    level = top_level((a, idx, b))
-    if a.__class__ is not BatchedArray or a.level != level or top_level((idx,)) == level:
-        raise NoBatchRule(f"np.{ufunc.__name__}.at")
+    """``np.add.at(a, idx, b)``: a batched ``a`` takes each element's own scatter (its own index
+    arrays and values, where they are batched)."""
     idx = idx if isinstance(idx, tuple) else (idx,)
-    full = (slice(None),) + idx
+    level = top_level((a, b) + idx)
+    if a.__class__ is not BatchedArray or a.level != level:
+        _refuse_write()
+    p, full = _target_index(a, idx, level)
     if b is None:
-        ufunc.at(a.p, full)
+        ufunc.at(p, full)
         return
-    pb = _phys(b, level)
-    if pb is not None:
-        # the scattered values per element: the batch axis first, then the selection's shape
-        sel = _selection_ndim(a.shape, idx)
-        k = pb.ndim - 1
-        if k < sel:
-            pb = pb.reshape(pb.shape[:1] + (1,) * (sel - k) + pb.shape[1:])
-        b = pb
-    ufunc.at(a.p, full, b)
+    ufunc.at(p, full, _values_at(b, level, _selection_ndim(a.shape, idx)))
 
 
 def _selection_ndim(shape, idx):
     probe = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=bool), shape=shape, strides=(0,) * len(shape))
+    # index arrays (batched, or on the device) as host zeros of one element's shape: only the dims count
+    idx = tuple(np.zeros(tuple(k.shape), dtype=bool if k.dtype == np.dtype(bool) else np.intp)
+                if hasattr(k, "shape") and not isinstance(k, np.generic) else k for k in idx)
     return probe[idx].ndim
 
 
@@ -538,6 +534,15 @@ def _is_advanced(k):
 
 
 def _gather(x, idx, level):
+    xp, full = _gather_index(x, idx, level)
+    return BatchedArray(level, xp[full])
+
+
+def _gather_index(x, idx, level):
+    """``x[idx]`` with batched index arrays as one physical indexing ``p[full]``: ``p`` is ``x``'s
+    physical array at ``level`` (broadcast when ``x`` is not batched there; a view of it after
+    any leading basic indices) and ``full`` gathers with the batch's arange, so ``p[full]`` is the
+    batch axis, then one element's ``x[idx]`` (also the place a write through ``idx`` goes)."""
     size = _size_at((x,) + idx, level)
     xp = _phys(x, level)
     if xp is None:
@@ -573,7 +578,43 @@ def _gather(x, idx, level):
         else:
             parts.append(pk.reshape(pk.shape[:1] + (1,) * (lead + ndb - pk.ndim + 1) + pk.shape[1:]))
     rest = idx[adv[-1] + 1:]
-    return BatchedArray(level, xp[tuple(parts) + rest])
+    return xp, tuple(parts) + rest
+
+
+def _target_index(x, idx, level):
+    """Where a write into the batched ``x`` through ``idx`` goes: (physical view, physical index),
+    the selection's shape the batch axis then one element's ``x[idx]``."""
+    if top_level(idx) == level:
+        return _gather_index(x, idx, level)
+    return x.p, (slice(None),) + idx
+
+
+def _values_at(v, level, sel):
+    """The values written into a selection of ``sel`` dims per element: a batched one's physical
+    array with singleton axes after the batch axis up to ``sel``; others broadcast as they are."""
+    pv = _phys(v, level)
+    if pv is None:
+        return v
+    k = pv.ndim - 1
+    if k < sel:
+        pv = pv.reshape(pv.shape[:1] + (1,) * (sel - k) + pv.shape[1:])
+    return pv
+
+
+def index_add(target, idx, values):
+    """``kernels.index_add`` into a batched ``target`` (``target[idx] += values``, repeated indices
+    accumulating), with each element's own index arrays and values."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    level = top_level((target, values) + idx)
+    from . import kernels
+    if not level:
+        kernels.index_add(_mod(target), target, idx, values)
+        return
+    if target.__class__ is not BatchedArray or target.level != level:
+        _refuse_write()
+    p, full = _target_index(target, idx, level)
+    pv = _values_at(values, level, _selection_ndim(target.shape, idx))
+    kernels.index_add(_mod(p), p, full, pv)
 
 
 def setitem(x, idx, value):
@@ -582,16 +623,8 @@ def setitem(x, idx, value):
     level = top_level((x, value) + idx)
     if x.__class__ is not BatchedArray or x.level != level:
         _refuse_write()
-    if top_level(idx) == level:
-        raise NoBatchRule("writing through batched index arrays")
-    pv = _phys(value, level)
-    if pv is not None:
-        sel = _selection_ndim(x.shape, idx)
-        k = pv.ndim - 1
-        if k < sel:
-            pv = pv.reshape(pv.shape[:1] + (1,) * (sel - k) + pv.shape[1:])
-        value = pv
-    x.p[(slice(None),) + idx] = value
+    p, full = _target_index(x, idx, level)
+    p[full] = _values_at(value, level, _selection_ndim(x.shape, idx))
 
 
 # numpy functions by name -------------------------------------------------------------------------
@@ -1066,6 +1099,64 @@ def elementwise_op(forward, arrays, params):
     xp = _xp.array_module(*[a for a in phys if hasattr(a, "shape")])
     out = forward(xp, *phys, **params)
     return _wrap_all(out, level)
+
+
+def fresh_buffers(forward, arrays, params, lift=()):
+    """The batching rule of an op whose forward writes its operands into a fresh buffer
+    (``xp.zeros(shape)`` then ``buf[idx] = x`` or a scatter): its forward with buffers made
+    batched at the arguments' levels (one per element), so those writes batch as any other.
+    The operands at the positions ``lift`` (written into, after a copy) are made batched at those
+    levels too. An array call without a rule in it still runs the op once per element."""
+    lv = {}
+    for a in _walk(arrays):
+        while a.__class__ is BatchedArray:  # a level's physical array may hold lower levels
+            lv.setdefault(a.level, a.p.shape[0])
+            a = a.p
+    lv = sorted(lv.items())
+    inner = next(a for a in _walk(arrays) if a.__class__ is BatchedArray).batch_namespace.module
+    if lift:
+        arrays = [_lift(a, lv) if k in lift and hasattr(a, "shape") else a for k, a in enumerate(arrays)]
+    try:
+        return forward(_Buffers(inner, lv), *arrays, **params)
+    except NoBatchRule as e:
+        return loop(getattr(forward, "__name__", "op"), forward, arrays, params, str(e))
+
+
+def lifting(*positions):
+    """``fresh_buffers``, with the operands at ``positions`` made batched first (an op whose forward
+    copies one and writes into the copy)."""
+    def rule(forward, arrays, params):
+        return fresh_buffers(forward, arrays, params, lift=positions)
+    return rule
+
+
+def _lift(a, lv):
+    """``a`` batched at each of the levels ``lv`` ((level, size), outermost first) it is not, broadcast."""
+    have = levels_of(a)
+    for level, size in lv:
+        if level not in have:
+            a = batched(level, _mod(a).broadcast_to(a, (size,) + tuple(a.shape)))
+    return a
+
+
+class _Buffers(BatchedNamespace):
+    """A BatchedNamespace whose fresh buffers (``zeros``, ``ones``, ``empty``, ``full``) are batched
+    at ``levels`` ((level, size), outermost first)."""
+
+    def __init__(self, module, levels):
+        super().__init__(module)
+        self._levels = levels
+        for name in ("zeros", "ones", "empty", "full"):
+            setattr(self, name, self._fresh(getattr(module, name)))
+
+    def _fresh(self, make):
+        def fresh(shape, *args, **kwargs):
+            shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+            x = make(tuple(n for _, n in self._levels) + shape, *args, **kwargs)
+            for level, _ in self._levels:  # the outermost level's axis first: the innermost wrapper
+                x = BatchedArray(level, x)
+            return x
+        return fresh
 
 
 def _wrap_all(out, level):

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _batched
 from . import backend as _be
 from .backend import array_module
 
+_BatchedArray = _batched.BatchedArray
 # dtypes cupyx.scatter_add takes (CUDA atomicAdd); others are routed through one of these
 _ATOMIC_ADD = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.uint64, np.float16, np.float32, np.float64))
 
@@ -21,6 +23,10 @@ def index_add(xp, target, index, values) -> None:
     """
     if xp is np:
         np.add.at(target, index, values)
+        return
+    if target.__class__ is _BatchedArray or isinstance(xp, _batched.BatchedNamespace):
+        # vmap (a batched target, or the namespace of an op with batched arrays): each element's own scatter
+        _batched.index_add(target, index, values)
         return
     dt = target.dtype
     if dt in _ATOMIC_ADD:
