@@ -878,6 +878,20 @@ def _take_along_axis(fn, x, indices, axis):
     return BatchedArray(level, fn(px, pi, axis=_ax(axis, nd) + 1))
 
 
+@rule("lib.stride_tricks.as_strided")
+def _as_strided(fn, x, shape=None, strides=None, **kw):
+    """A strided view of each element: the batch axis is one more leading axis, with its own stride
+    (an element's strides, ``x.strides``, are its physical array's past the batch axis)."""
+    if x.__class__ is not BatchedArray:
+        raise NoBatchRule("as_strided of an unbatched array with batched arguments")
+    p = x.p
+    shape = tuple(p.shape[1:]) if shape is None else tuple(shape)
+    strides = tuple(p.strides[1:]) if strides is None else tuple(strides)
+    if p.__class__ is BatchedArray:  # a lower level's array: its own rule, through its namespace
+        fn = _mod(p).lib.stride_tricks.as_strided
+    return BatchedArray(x.level, fn(p, (p.shape[0],) + shape, (p.strides[0],) + strides, **kw))
+
+
 @rule("zeros_like", "ones_like", "empty_like", "full_like")
 def _like(fn, x, *args, shape=None, **kw):
     if shape is not None:

@@ -21,7 +21,7 @@ B = 3
 # ops whose forward runs once per batch element under vmap, and why
 FALLBACK: dict = {}
 # ops whose batching is still wrong or falls back unlisted (being fixed: this set only shrinks)
-NOT_YET = {'avg_pool1d', 'avg_pool2d', 'bucketize', 'conv1d', 'conv2d', 'conv_transpose2d', 'copy_slices', 'gather', 'index_select', 'lstsq', 'masked_select', 'max_pool1d', 'max_pool2d', 'overlap_add', 'quantile', 'repeat', 'repeat_interleave', 'scatter', 'scatter_add', 'sparse_binned_sum', 'sparse_matmul', 'sparse_segment_sum', 'sparse_to_dense', 'strided_view', 'torch_index_add', 'view', 'view_as', 'windows'}
+NOT_YET = {'bucketize', 'copy_slices', 'lstsq', 'masked_select', 'quantile', 'repeat', 'repeat_interleave', 'sparse_binned_sum', 'sparse_matmul', 'sparse_segment_sum', 'sparse_to_dense', 'view', 'view_as'}
 
 
 def _samples(op):

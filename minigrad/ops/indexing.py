@@ -320,6 +320,7 @@ def _check_range(d, n, dim, op, shape):
     """IndexError naming ``op`` for an index outside [0, n) (PyTorch's scatter and gather take no
     negative indices)."""
     if d.size:
+        d = _batched.innermost(d)  # under vmap: every element's index
         bad = (d < 0) | (d >= n)
         if bad.any():
             raise IndexError(f"{op}: index {int(d[bad].ravel()[0])} is out of bounds for dim {dim} with size {n} "
