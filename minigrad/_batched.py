@@ -892,6 +892,54 @@ def _as_strided(fn, x, shape=None, strides=None, **kw):
     return BatchedArray(x.level, fn(p, (p.shape[0],) + shape, (p.strides[0],) + strides, **kw))
 
 
+@rule("searchsorted")
+def _searchsorted(fn, a, v, side="left", sorter=None):
+    """Each element's own search: with only the values batched, one search of them all; with the
+    sequence batched, each value's position counted by comparison with its element's sequence
+    (``a < v``, or ``a <= v`` for side='right': the count of entries before it)."""
+    level = top_level((a, v, sorter))
+    if _phys(a, level) is None and top_level((sorter,)) != level:
+        return BatchedArray(level, fn(a, v.p, side=side, sorter=sorter))
+    if sorter is not None:
+        a = getitem(a, (sorter,)) if top_level((a, sorter)) else a[sorter]
+    size = _size_at((a, v), level)
+    pa, pv = unbatch(a, level, size), unbatch(v, level, size)
+    m = _mod(pa)
+    vs = pv.reshape(size, -1, 1)
+    below = (pa[:, None, :] < vs) if side == "left" else (pa[:, None, :] <= vs)
+    return BatchedArray(level, below.sum(axis=-1).astype(np.intp).reshape(pv.shape))
+
+
+@rule("bincount")
+def _bincount(fn, x, weights=None, minlength=0):
+    """Each element's counts: the elements' indices offset into one bincount of ``size`` blocks.
+    The counts' length is data-dependent (the largest index + 1, at least ``minlength``): it must
+    be the same for every element (checked on every element's indices)."""
+    level = top_level((x, weights))
+    size = _size_at((x, weights), level)
+    px = unbatch(x, level, size)
+    pw = None if weights is None else unbatch(weights, level, size)
+    if px.__class__ is BatchedArray or pw.__class__ is BatchedArray:
+        raise NoBatchRule("bincount under nested vmap levels")
+    m = _mod(px)
+    top = innermost(px)
+    tops = (top.max(axis=1) + 1) if top.shape[1] else m.zeros(size, dtype=np.intp)
+    lo, hi = int(tops.min()), int(tops.max())
+    n = max(int(minlength), hi)
+    if max(int(minlength), lo) != n:
+        raise ValueError(
+            f"vmap: bincount's length depends on the data (the largest index + 1, here {lo} to {hi} across the "
+            f"batch elements): each element would count into a different number of bins; pass minlength >= {hi}")
+    flat = (px + m.arange(size, dtype=px.dtype)[:, None] * n).reshape(-1)
+    r = fn(flat, None if pw is None else pw.reshape(-1), minlength=size * n)
+    return BatchedArray(level, r.reshape(size, n))
+
+
+@rule("unravel_index")
+def _unravel_index(fn, indices, shape, order="C"):
+    return tuple(BatchedArray(indices.level, r) for r in fn(indices.p, shape, order=order))
+
+
 @rule("zeros_like", "ones_like", "empty_like", "full_like")
 def _like(fn, x, *args, shape=None, **kw):
     if shape is not None:
@@ -1128,7 +1176,7 @@ def fresh_buffers(forward, arrays, params, lift=()):
             a = a.p
     lv = sorted(lv.items())
     inner = next(a for a in _walk(arrays) if a.__class__ is BatchedArray).batch_namespace.module
-    if lift:
+    if lift and not params.get("inplace"):  # a write into the operand itself stays refused when it is not batched
         arrays = [_lift(a, lv) if k in lift and hasattr(a, "shape") else a for k, a in enumerate(arrays)]
     try:
         return forward(_Buffers(inner, lv), *arrays, **params)

@@ -21,7 +21,7 @@ B = 3
 # ops whose forward runs once per batch element under vmap, and why
 FALLBACK: dict = {}
 # ops whose batching is still wrong or falls back unlisted (being fixed: this set only shrinks)
-NOT_YET = {'bucketize', 'copy_slices', 'lstsq', 'masked_select', 'quantile', 'repeat', 'repeat_interleave', 'sparse_binned_sum', 'sparse_matmul', 'sparse_segment_sum', 'sparse_to_dense', 'view', 'view_as'}
+NOT_YET = {'lstsq', 'masked_select', 'quantile', 'repeat', 'repeat_interleave', 'view', 'view_as'}
 
 
 def _samples(op):

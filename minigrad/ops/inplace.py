@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _batched
 from .. import _state
 from .. import backend as _be
 from ..creation import own_copy
@@ -406,6 +407,7 @@ def _copy_slices_jvp(ctx, tb, tv, *_, inplace=False):
 
 
 COPY_SLICES = defop("copy_slices", _copy_slices_fwd, _copy_slices_rule, save=(2, 3), kind="other",
+                    batch=_batched.lifting(0),  # the copy of b written into: batched too (not b itself)
                     jvp=_copy_slices_jvp,
                     samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4),
                                                 np.arange(4, 8), np.arange(12).reshape(3, 4) // 4 != 1)])
