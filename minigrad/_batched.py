@@ -420,6 +420,20 @@ for _dunder, _uf in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)
 for _dunder, _uf in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal),
                      ("eq", np.equal), ("ne", np.not_equal)):
     setattr(BatchedArray, f"__{_dunder}__", _binary(_uf))
+
+
+def _matmul_dunder(reflected):
+    # ``a @ b``: the matmul rule with the physical arrays' own matmul (CuPy's on the device)
+    if reflected:
+        def op(self, other):
+            return _matmul(_mod(self.p).matmul, other, self)
+    else:
+        def op(self, other):
+            return _matmul(_mod(self.p).matmul, self, other)
+    return op
+
+
+BatchedArray.__matmul__, BatchedArray.__rmatmul__ = _matmul_dunder(False), _matmul_dunder(True)
 BatchedArray.__neg__ = lambda self: BatchedArray(self.level, -self.p)
 BatchedArray.__pos__ = lambda self: BatchedArray(self.level, +self.p)
 BatchedArray.__abs__ = lambda self: BatchedArray(self.level, abs(self.p))
@@ -981,6 +995,9 @@ def _result_type(fn, *args):
 def _may_share(fn, a, b, **kw):
     pa = a.p if a.__class__ is BatchedArray else a
     pb = b.p if b.__class__ is BatchedArray else b
+    from ._xp import device_of
+    if device_of(pa) != device_of(pb):  # arrays on two devices share no memory
+        return False
     return _mod(pa).may_share_memory(pa, pb)
 
 
@@ -1182,6 +1199,13 @@ def fresh_buffers(forward, arrays, params, lift=()):
         return forward(_Buffers(inner, lv), *arrays, **params)
     except NoBatchRule as e:
         return loop(getattr(forward, "__name__", "op"), forward, arrays, params, str(e))
+
+
+def refused(forward, arrays, params):
+    """The batching rule of a write into its first operand (``assign``), reached only when that
+    operand is not batched where the value is: an error, never a loop (each element would
+    overwrite the one tensor in turn)."""
+    _refuse_write()
 
 
 def lifting(*positions):

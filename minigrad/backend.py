@@ -108,6 +108,9 @@ def _device_index(device: str) -> int:
 
 def to_device(a, device: str):
     """Move array ``a`` to ``device`` explicitly (a copy when the device changes)."""
+    if hasattr(a, "batch_namespace"):  # a vmap level's array: its physical array moves
+        from . import _batched
+        return _batched.map_physical(a, lambda p: to_device(p, device))
     if device == "cpu":
         if is_cupy_array(a):
             return a.get()

@@ -113,6 +113,14 @@ def overlapping(a) -> bool:
 
 def view_positions(v, b):
     """Flat (C-order) index in ``b`` of every element of its view ``v``: an int64 array of ``v``'s shape."""
+    if v.__class__ is _BatchedArray:  # vmap: each element's view in its own base (the physical index, less its start)
+        pos = view_positions(v.p, b.p)
+        n = pos.shape[0]
+        first = _batched._mod(pos).arange(n, dtype=np.int64).reshape((n,) + (1,) * (pos.ndim - 1)) * b.size
+        pos = pos - first
+        if pos.__class__ is not _BatchedArray and bool((pos == pos[:1]).all()):
+            return pos[0]  # the same view of every element (the usual case): one set of positions
+        return _BatchedArray(v.level, pos)
     xp = _be.array_module(b)
     isz = b.itemsize
     if v.size == 0:

@@ -78,20 +78,91 @@ def _np(out):
     return [o.detach().numpy() if isinstance(o, mg.Tensor) else np.asarray(o) for o in outs]
 
 
-def _check(name, op, group, device, which, dim_of):
-    """vmap of the op over ``which`` array positions, each batched at ``dim_of(ndim)``."""
+def _floats(out):
+    """The floating Tensors among an op's outputs (what vjp and jvp differentiate), one or a tuple."""
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    fl = tuple(o for o in outs if isinstance(o, mg.Tensor) and o.dtype.kind == "f")
+    return fl[0] if len(fl) == 1 else fl
+
+
+def _tensors(out):
+    """An op's Tensor outputs (vmap returns Tensors: a Python value among them, lstsq's rank, is left out)."""
+    if isinstance(out, (tuple, list)):
+        kept = tuple(o for o in out if isinstance(o, mg.Tensor))
+        return kept[0] if len(kept) == 1 else kept
+    return out
+
+
+def _moded(fn, mode, n_args, floats):
+    """``fn`` of the op's arguments as a function of (arguments, extras): its values; under "vjp" the
+    gradients of its floating outputs for the cotangents given as extras; under "jvp" the tangent of
+    those outputs for the tangents (one per floating argument) given as extras."""
+    if mode == "values":
+        return lambda *a: _tensors(fn(*a))
+
+    def of(args):
+        def g(*fx):
+            a = list(args)
+            for k, v in zip(floats, fx, strict=True):
+                a[k] = v
+            return _floats(fn(*a))
+        return g, [args[k] for k in floats]
+
+    if mode == "vjp":
+        def f(*a):
+            g, primals = of(a[:n_args])
+            cts = a[n_args:]
+            return mg.func.vjp(g, *primals)[1](cts[0] if len(cts) == 1 else cts)
+        return f
+
+    def f(*a):
+        g, primals = of(a[:n_args])
+        return mg.func.jvp(g, tuple(primals), tuple(a[n_args:]))[1]
+    return f
+
+
+NOT_DIFFERENTIABLE = (TypeError, RuntimeError, NotImplementedError)
+
+
+def _check(name, op, group, device, which, dim_of, mode="values"):
+    """vmap of the op over ``which`` array positions, each batched at ``dim_of(ndim)``; under "vjp"
+    and "jvp" with a batched cotangent or tangents too (``which`` empty: only they are batched,
+    a Jacobian's rows or columns in one pass)."""
     s0 = group[0]
     kwargs = _kwargs(s0, device)
     fn = _fn(op, kwargs)
     arrays = [k for k, a in enumerate(s0.args) if isinstance(a, np.ndarray)]
     batched = [k for k in arrays if k in which]
-    if not batched:
+    floats = [k for k in arrays if s0.args[k].dtype.kind == "f"]
+    if mode != "values" and not floats:
         return
-    want = []
+    if mode == "values" and not batched:
+        return
+    n = len(s0.args)
+    per = []  # each element's arguments
     for s in group:
-        args = [_arr(s.args[k], device) if k in batched else (_arr(s0.args[k], device) if k in arrays else s0.args[k])
-                for k in range(len(s0.args))]
-        want.append(_np(fn(*args)))
+        per.append([_arr(s.args[k], device) if k in batched else (_arr(s0.args[k], device) if k in arrays else s0.args[k])
+                    for k in range(n)])
+    extras = [[] for _ in group]  # each element's cotangents or tangents
+    if mode == "vjp":
+        outs = _floats(fn(*per[0]))
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        if not outs:
+            return
+        for b, e in enumerate(extras):
+            rng = np.random.default_rng(100 + b)
+            e.extend(mg.tensor(rng.standard_normal(tuple(o.shape)).astype(o.dtype), device=device) for o in outs)
+    elif mode == "jvp":
+        for b, e in enumerate(extras):
+            rng = np.random.default_rng(200 + b)
+            e.extend(mg.tensor(rng.standard_normal(s0.args[k].shape), device=device) for k in floats)
+    f = _moded(fn, mode, n, floats)
+    try:
+        want = [_np(f(*a, *e)) for a, e in zip(per, extras, strict=True)]
+    except NOT_DIFFERENTIABLE:
+        if mode == "values":
+            raise
+        return  # the op has no gradient (or forward-mode) rule for these arguments: nothing to batch
     args, dims = [], []
     for k, a in enumerate(s0.args):
         if k in batched:
@@ -102,10 +173,14 @@ def _check(name, op, group, device, which, dim_of):
         else:
             args.append(_arr(a, device) if k in arrays else a)
             dims.append(None)
-    got = _np(mg.func.vmap(fn, in_dims=tuple(dims))(*args))
+    for j in range(len(extras[0])):
+        args.append(mg.stack([e[j] for e in extras]))
+        dims.append(0)
+    got = _np(mg.func.vmap(f, in_dims=tuple(dims))(*args))
+    assert len(got) == len(want[0]), f"{name} ({mode}): {len(got)} outputs, {len(want[0])} per element"
     for j, g in enumerate(got):
         w = np.stack([w[j] for w in want])
-        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=f"{name}: output {j}, batched {batched}")
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12, err_msg=f"{name} ({mode}): output {j}, batched {batched}")
 
 
 def _diff(op):
@@ -127,6 +202,9 @@ def test_vmap_equals_stacking_each_element(name, device, request):
             _check(name, op, group, device, set(arrays), lambda nd: 0)
             _check(name, op, group, device, set(arrays[:1]), lambda nd: 0)
             _check(name, op, group, device, set(arrays), lambda nd: nd // 2)
+            for mode in ("vjp", "jvp"):
+                _check(name, op, group, device, set(arrays), lambda nd: 0, mode)
+                _check(name, op, group, device, set(), lambda nd: 0, mode)
     fell = [str(w.message) for w in caught if "no batching rule" in str(w.message)]
     if name in FALLBACK:
         assert fell, f"{name} is listed in FALLBACK but now batches: remove it"

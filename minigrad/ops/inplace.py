@@ -333,7 +333,7 @@ def _assign(xp, t, value):
     return t
 
 
-_ASSIGN = defop("assign", _assign, kind="inplace")  # the write itself: ``t[...] = value``, no gradient of its own
+_ASSIGN = defop("assign", _assign, kind="inplace", batch=_batched.refused)  # the write itself: ``t[...] = value``, no gradient of its own
 
 
 # -- the overwriting ops (``fill_``, ``copy_``: writes.py), which a tangent's own write uses too ---------
@@ -356,8 +356,10 @@ def _overwrite_rule(ctx, g):
 
 
 FILL_ = defop("fill_", _fill_fwd, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear_jvp(1),
+              batch=_batched.lifting(0),  # a batched value over an unbatched x (its tangent: x's own write is refused later)
               samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
 COPY_ = defop("copy_", _fill_fwd_any, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear_jvp(1),
+              batch=_batched.lifting(0),  # a batched value over an unbatched x (its tangent: x's own write is refused later)
               samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
 
 

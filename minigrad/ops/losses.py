@@ -191,7 +191,7 @@ def _ce_backward_jvp(ctx, tg, tx, *_, reduction):
 
 
 CE_BACKWARD = defop("cross_entropy_backward", _ce_backward_fwd, _ce_backward_rule, save=(0, 1, 2), kind="other",
-                    jvp=_ce_backward_jvp, batch=_batched.fresh_buffers,
+                    jvp=_ce_backward_jvp, batch=_batched.lifting(1, 3),  # p, from x or probs, takes g in place
                     samples=lambda rng: [Sample(np.asarray(rng.standard_normal()), rng.standard_normal((4, 3)),
                                                 np.array([0, 2, 1, 2]), reduction="mean"),
                                          Sample(rng.standard_normal(4), rng.standard_normal((4, 3)),
