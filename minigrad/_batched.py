@@ -354,10 +354,12 @@ def _axes(axis, nd):
 # methods that reduce or scan along ``axis``
 def _axis_method(name):
     def method(self, axis=None, *args, **kwargs):
-        if "keepdims" not in kwargs and axis is None and name in ("argmax", "argmin"):
-            # the flat index, per element
+        if axis is None and name in ("argmax", "argmin"):
+            # the flat index, per element (keepdims: with one singleton axis per dim)
+            keep = kwargs.pop("keepdims", False)
             flat = self.p.reshape(self.p.shape[0], -1)
-            return BatchedArray(self.level, getattr(flat, name)(axis=1, *args, **kwargs))
+            r = BatchedArray(self.level, getattr(flat, name)(1, *args, **kwargs))
+            return r.reshape((1,) * self.ndim) if keep else r
         if axis is None and name in ("cumsum", "cumprod"):
             return getattr(self.ravel(), name)(0, *args, **kwargs)
         return BatchedArray(self.level, getattr(self.p, name)(_axes(axis, self.ndim), *args, **kwargs))
