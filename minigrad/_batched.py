@@ -568,6 +568,11 @@ def _gather_index(x, idx, level):
         n_used = sum(1 for k in idx if k is not None and k is not Ellipsis)
         idx = idx[:e] + (slice(None),) * (len(xp.shape) - 1 - n_used) + idx[e + 1:]
     adv = [i for i, k in enumerate(idx) if _is_advanced(k)]
+    if any(getattr(idx[i], "dtype", None) == np.dtype(bool) and top_level((idx[i],)) == level for i in adv):
+        raise RuntimeError(
+            "vmap: indexing with a batched boolean mask (masked_select, x[mask]): each element would select its "
+            "own number of values, a shape that depends on the data, which vmap cannot batch (torch.func.vmap "
+            "refuses it too); use mg.where(mask, x, 0), or a mask that is the same for every element")
     if any(b - a > 1 for a, b in zip(adv, adv[1:], strict=False)) or any(
             getattr(idx[i], "dtype", None) == np.dtype(bool) for i in adv):
         raise NoBatchRule("indexing with batched index arrays that are boolean or not adjacent")
