@@ -622,20 +622,18 @@ def _values_at(v, level, sel):
     return pv
 
 
-def index_add(target, idx, values):
-    """``kernels.index_add`` into a batched ``target`` (``target[idx] += values``, repeated indices
-    accumulating), with each element's own index arrays and values."""
+def scatter_target(target, idx, values):
+    """``kernels.index_add(xp, target, idx, values)`` (``target[idx] += values``) on arrays some of
+    which are batched, as one scatter on physical arrays: ``(xp, target, index, values)`` for it,
+    each element with its own index arrays and values (an unbatched target takes no batched ones)."""
     idx = idx if isinstance(idx, tuple) else (idx,)
     level = top_level((target, values) + idx)
-    from . import kernels
     if not level:
-        kernels.index_add(_mod(target), target, idx, values)
-        return
+        return _mod(target), target, idx, values
     if target.__class__ is not BatchedArray or target.level != level:
         _refuse_write()
     p, full = _target_index(target, idx, level)
-    pv = _values_at(values, level, _selection_ndim(target.shape, idx))
-    kernels.index_add(_mod(p), p, full, pv)
+    return _mod(p), p, full, _values_at(values, level, _selection_ndim(target.shape, idx))
 
 
 def setitem(x, idx, value):

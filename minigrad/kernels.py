@@ -26,7 +26,7 @@ def index_add(xp, target, index, values) -> None:
         return
     if target.__class__ is _BatchedArray or isinstance(xp, _batched.BatchedNamespace):
         # vmap (a batched target, or the namespace of an op with batched arrays): each element's own scatter
-        _batched.index_add(target, index, values)
+        index_add(*_batched.scatter_target(target, index, values))  # one scatter on the physical arrays
         return
     dt = target.dtype
     if dt in _ATOMIC_ADD:
