@@ -374,10 +374,12 @@ def _axes(axis, nd):
 # methods that reduce or scan along ``axis``
 def _axis_method(name):
     def method(self, axis=None, *args, **kwargs):
-        if "keepdims" not in kwargs and axis is None and name in ("argmax", "argmin"):
-            # the flat index, per element
+        if axis is None and name in ("argmax", "argmin"):
+            # the flat index, per element (keepdims: with one singleton axis per dim)
+            keep = kwargs.pop("keepdims", False)
             flat = self.p.reshape(self.p.shape[0], -1)
-            return BatchedArray(self.level, getattr(flat, name)(axis=1, *args, **kwargs))
+            r = BatchedArray(self.level, getattr(flat, name)(1, *args, **kwargs))
+            return r.reshape((1,) * self.ndim) if keep else r
         if axis is None and name in ("cumsum", "cumprod"):
             return getattr(self.ravel(), name)(0, *args, **kwargs)
         return BatchedArray(self.level, getattr(self.p, name)(_axes(axis, self.ndim), *args, **kwargs))
@@ -440,6 +442,20 @@ for _dunder, _uf in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply)
 for _dunder, _uf in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater), ("ge", np.greater_equal),
                      ("eq", np.equal), ("ne", np.not_equal)):
     setattr(BatchedArray, f"__{_dunder}__", _binary(_uf))
+
+
+def _matmul_dunder(reflected):
+    # ``a @ b``: the matmul rule with the physical arrays' own matmul (CuPy's on the device)
+    if reflected:
+        def op(self, other):
+            return _matmul(_mod(self.p).matmul, other, self)
+    else:
+        def op(self, other):
+            return _matmul(_mod(self.p).matmul, self, other)
+    return op
+
+
+BatchedArray.__matmul__, BatchedArray.__rmatmul__ = _matmul_dunder(False), _matmul_dunder(True)
 BatchedArray.__neg__ = lambda self: BatchedArray(self.level, -self.p)
 BatchedArray.__pos__ = lambda self: BatchedArray(self.level, +self.p)
 BatchedArray.__abs__ = lambda self: BatchedArray(self.level, abs(self.p))
@@ -506,28 +522,24 @@ def _ufunc_reduce(ufunc, method, x, kwargs):
 
 
 def _ufunc_at(ufunc, a, idx, b=None):
-    """``np.add.at(a, idx, b)``: a batched ``a`` takes each element's own scatter."""
-    level = top_level((a, idx, b))
-    if a.__class__ is not BatchedArray or a.level != level or top_level((idx,)) == level:
-        raise NoBatchRule(f"np.{ufunc.__name__}.at")
+    """``np.add.at(a, idx, b)``: a batched ``a`` takes each element's own scatter (its own index
+    arrays and values, where they are batched)."""
     idx = idx if isinstance(idx, tuple) else (idx,)
-    full = (slice(None),) + idx
+    level = top_level((a, b) + idx)
+    if a.__class__ is not BatchedArray or a.level != level:
+        _refuse_write()
+    p, full = _target_index(a, idx, level)
     if b is None:
-        ufunc.at(a.p, full)
+        ufunc.at(p, full)
         return
-    pb = _phys(b, level)
-    if pb is not None:
-        # the scattered values per element: the batch axis first, then the selection's shape
-        sel = _selection_ndim(a.shape, idx)
-        k = pb.ndim - 1
-        if k < sel:
-            pb = pb.reshape(pb.shape[:1] + (1,) * (sel - k) + pb.shape[1:])
-        b = pb
-    ufunc.at(a.p, full, b)
+    ufunc.at(p, full, _values_at(b, level, _selection_ndim(a.shape, idx)))
 
 
 def _selection_ndim(shape, idx):
     probe = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=bool), shape=shape, strides=(0,) * len(shape))
+    # index arrays (batched, or on the device) as host zeros of one element's shape: only the dims count
+    idx = tuple(np.zeros(tuple(k.shape), dtype=bool if k.dtype == np.dtype(bool) else np.intp)
+                if hasattr(k, "shape") and not isinstance(k, np.generic) else k for k in idx)
     return probe[idx].ndim
 
 
@@ -558,6 +570,15 @@ def _is_advanced(k):
 
 
 def _gather(x, idx, level):
+    xp, full = _gather_index(x, idx, level)
+    return BatchedArray(level, xp[full])
+
+
+def _gather_index(x, idx, level):
+    """``x[idx]`` with batched index arrays as one physical indexing ``p[full]``: ``p`` is ``x``'s
+    physical array at ``level`` (broadcast when ``x`` is not batched there; a view of it after
+    any leading basic indices) and ``full`` gathers with the batch's arange, so ``p[full]`` is the
+    batch axis, then one element's ``x[idx]`` (also the place a write through ``idx`` goes)."""
     size = _size_at((x,) + idx, level)
     xp = _phys(x, level)
     if xp is None:
@@ -567,6 +588,11 @@ def _gather(x, idx, level):
         n_used = sum(1 for k in idx if k is not None and k is not Ellipsis)
         idx = idx[:e] + (slice(None),) * (len(xp.shape) - 1 - n_used) + idx[e + 1:]
     adv = [i for i, k in enumerate(idx) if _is_advanced(k)]
+    if any(getattr(idx[i], "dtype", None) == np.dtype(bool) and top_level((idx[i],)) == level for i in adv):
+        raise RuntimeError(
+            "vmap: indexing with a batched boolean mask (masked_select, x[mask]): each element would select its "
+            "own number of values, a shape that depends on the data, which vmap cannot batch (torch.func.vmap "
+            "refuses it too); use mg.where(mask, x, 0), or a mask that is the same for every element")
     if any(b - a > 1 for a, b in zip(adv, adv[1:], strict=False)) or any(
             getattr(idx[i], "dtype", None) == np.dtype(bool) for i in adv):
         raise NoBatchRule("indexing with batched index arrays that are boolean or not adjacent")
@@ -593,7 +619,41 @@ def _gather(x, idx, level):
         else:
             parts.append(pk.reshape(pk.shape[:1] + (1,) * (lead + ndb - pk.ndim + 1) + pk.shape[1:]))
     rest = idx[adv[-1] + 1:]
-    return BatchedArray(level, xp[tuple(parts) + rest])
+    return xp, tuple(parts) + rest
+
+
+def _target_index(x, idx, level):
+    """Where a write into the batched ``x`` through ``idx`` goes: (physical view, physical index),
+    the selection's shape the batch axis then one element's ``x[idx]``."""
+    if top_level(idx) == level:
+        return _gather_index(x, idx, level)
+    return x.p, (slice(None),) + idx
+
+
+def _values_at(v, level, sel):
+    """The values written into a selection of ``sel`` dims per element: a batched one's physical
+    array with singleton axes after the batch axis up to ``sel``; others broadcast as they are."""
+    pv = _phys(v, level)
+    if pv is None:
+        return v
+    k = pv.ndim - 1
+    if k < sel:
+        pv = pv.reshape(pv.shape[:1] + (1,) * (sel - k) + pv.shape[1:])
+    return pv
+
+
+def scatter_target(target, idx, values):
+    """``kernels.index_add(xp, target, idx, values)`` (``target[idx] += values``) on arrays some of
+    which are batched, as one scatter on physical arrays: ``(xp, target, index, values)`` for it,
+    each element with its own index arrays and values (an unbatched target takes no batched ones)."""
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    level = top_level((target, values) + idx)
+    if not level:
+        return _mod(target), target, idx, values
+    if target.__class__ is not BatchedArray or target.level != level:
+        _refuse_write()
+    p, full = _target_index(target, idx, level)
+    return _mod(p), p, full, _values_at(values, level, _selection_ndim(target.shape, idx))
 
 
 def setitem(x, idx, value):
@@ -602,16 +662,8 @@ def setitem(x, idx, value):
     level = top_level((x, value) + idx)
     if x.__class__ is not BatchedArray or x.level != level:
         _refuse_write()
-    if top_level(idx) == level:
-        raise NoBatchRule("writing through batched index arrays")
-    pv = _phys(value, level)
-    if pv is not None:
-        sel = _selection_ndim(x.shape, idx)
-        k = pv.ndim - 1
-        if k < sel:
-            pv = pv.reshape(pv.shape[:1] + (1,) * (sel - k) + pv.shape[1:])
-        value = pv
-    x.p[(slice(None),) + idx] = value
+    p, full = _target_index(x, idx, level)
+    p[full] = _values_at(value, level, _selection_ndim(x.shape, idx))
 
 
 # numpy functions by name -------------------------------------------------------------------------
@@ -865,6 +917,68 @@ def _take_along_axis(fn, x, indices, axis):
     return BatchedArray(level, fn(px, pi, axis=_ax(axis, nd) + 1))
 
 
+@rule("lib.stride_tricks.as_strided")
+def _as_strided(fn, x, shape=None, strides=None, **kw):
+    """A strided view of each element: the batch axis is one more leading axis, with its own stride
+    (an element's strides, ``x.strides``, are its physical array's past the batch axis)."""
+    if x.__class__ is not BatchedArray:
+        raise NoBatchRule("as_strided of an unbatched array with batched arguments")
+    p = x.p
+    shape = tuple(p.shape[1:]) if shape is None else tuple(shape)
+    strides = tuple(p.strides[1:]) if strides is None else tuple(strides)
+    if p.__class__ is BatchedArray:  # a lower level's array: its own rule, through its namespace
+        fn = _mod(p).lib.stride_tricks.as_strided
+    return BatchedArray(x.level, fn(p, (p.shape[0],) + shape, (p.strides[0],) + strides, **kw))
+
+
+@rule("searchsorted")
+def _searchsorted(fn, a, v, side="left", sorter=None):
+    """Each element's own search: with only the values batched, one search of them all; with the
+    sequence batched, each value's position counted by comparison with its element's sequence
+    (``a < v``, or ``a <= v`` for side='right': the count of entries before it)."""
+    level = top_level((a, v, sorter))
+    if _phys(a, level) is None and top_level((sorter,)) != level:
+        return BatchedArray(level, fn(a, v.p, side=side, sorter=sorter))
+    if sorter is not None:
+        a = getitem(a, (sorter,)) if top_level((a, sorter)) else a[sorter]
+    size = _size_at((a, v), level)
+    pa, pv = unbatch(a, level, size), unbatch(v, level, size)
+    m = _mod(pa)
+    vs = pv.reshape(size, -1, 1)
+    below = (pa[:, None, :] < vs) if side == "left" else (pa[:, None, :] <= vs)
+    return BatchedArray(level, below.sum(axis=-1).astype(np.intp).reshape(pv.shape))
+
+
+@rule("bincount")
+def _bincount(fn, x, weights=None, minlength=0):
+    """Each element's counts: the elements' indices offset into one bincount of ``size`` blocks.
+    The counts' length is data-dependent (the largest index + 1, at least ``minlength``): it must
+    be the same for every element (checked on every element's indices)."""
+    level = top_level((x, weights))
+    size = _size_at((x, weights), level)
+    px = unbatch(x, level, size)
+    pw = None if weights is None else unbatch(weights, level, size)
+    if px.__class__ is BatchedArray or pw.__class__ is BatchedArray:
+        raise NoBatchRule("bincount under nested vmap levels")
+    m = _mod(px)
+    top = innermost(px)
+    tops = (top.max(axis=1) + 1) if top.shape[1] else m.zeros(size, dtype=np.intp)
+    lo, hi = int(tops.min()), int(tops.max())
+    n = max(int(minlength), hi)
+    if max(int(minlength), lo) != n:
+        raise ValueError(
+            f"vmap: bincount's length depends on the data (the largest index + 1, here {lo} to {hi} across the "
+            f"batch elements): each element would count into a different number of bins; pass minlength >= {hi}")
+    flat = (px + m.arange(size, dtype=px.dtype)[:, None] * n).reshape(-1)
+    r = fn(flat, None if pw is None else pw.reshape(-1), minlength=size * n)
+    return BatchedArray(level, r.reshape(size, n))
+
+
+@rule("unravel_index")
+def _unravel_index(fn, indices, shape, order="C"):
+    return tuple(BatchedArray(indices.level, r) for r in fn(indices.p, shape, order=order))
+
+
 @rule("zeros_like", "ones_like", "empty_like", "full_like")
 def _like(fn, x, *args, shape=None, **kw):
     if shape is not None:
@@ -906,6 +1020,9 @@ def _result_type(fn, *args):
 def _may_share(fn, a, b, **kw):
     pa = a.p if a.__class__ is BatchedArray else a
     pb = b.p if b.__class__ is BatchedArray else b
+    from ._xp import device_of
+    if device_of(pa) != device_of(pb):  # arrays on two devices share no memory
+        return False
     return _mod(pa).may_share_memory(pa, pb)
 
 
@@ -1100,6 +1217,71 @@ def elementwise_op(forward, arrays, params):
     xp = _xp.array_module(*[a for a in phys if hasattr(a, "shape")])
     out = forward(xp, *phys, **params)
     return _wrap_all(out, level)
+
+
+def fresh_buffers(forward, arrays, params, lift=()):
+    """The batching rule of an op whose forward writes its operands into a fresh buffer
+    (``xp.zeros(shape)`` then ``buf[idx] = x`` or a scatter): its forward with buffers made
+    batched at the arguments' levels (one per element), so those writes batch as any other.
+    The operands at the positions ``lift`` (written into, after a copy) are made batched at those
+    levels too. An array call without a rule in it still runs the op once per element."""
+    lv = {}
+    for a in _walk(arrays):
+        while a.__class__ is BatchedArray:  # a level's physical array may hold lower levels
+            lv.setdefault(a.level, a.p.shape[0])
+            a = a.p
+    lv = sorted(lv.items())
+    inner = next(a for a in _walk(arrays) if a.__class__ is BatchedArray).batch_namespace.module
+    if lift and not params.get("inplace"):  # a write into the operand itself stays refused when it is not batched
+        arrays = [_lift(a, lv) if k in lift and hasattr(a, "shape") else a for k, a in enumerate(arrays)]
+    try:
+        return forward(_Buffers(inner, lv), *arrays, **params)
+    except NoBatchRule as e:
+        return loop(getattr(forward, "__name__", "op"), forward, arrays, params, str(e))
+
+
+def refused(forward, arrays, params):
+    """The batching rule of a write into its first operand (``assign``), reached only when that
+    operand is not batched where the value is: an error, never a loop (each element would
+    overwrite the one tensor in turn)."""
+    _refuse_write()
+
+
+def lifting(*positions):
+    """``fresh_buffers``, with the operands at ``positions`` made batched first (an op whose forward
+    copies one and writes into the copy)."""
+    def rule(forward, arrays, params):
+        return fresh_buffers(forward, arrays, params, lift=positions)
+    return rule
+
+
+def _lift(a, lv):
+    """``a`` batched at each of the levels ``lv`` ((level, size), outermost first) it is not, broadcast."""
+    have = levels_of(a)
+    for level, size in lv:
+        if level not in have:
+            a = batched(level, _mod(a).broadcast_to(a, (size,) + tuple(a.shape)))
+    return a
+
+
+class _Buffers(BatchedNamespace):
+    """A BatchedNamespace whose fresh buffers (``zeros``, ``ones``, ``empty``, ``full``) are batched
+    at ``levels`` ((level, size), outermost first)."""
+
+    def __init__(self, module, levels):
+        super().__init__(module)
+        self._levels = levels
+        for name in ("zeros", "ones", "empty", "full"):
+            setattr(self, name, self._fresh(getattr(module, name)))
+
+    def _fresh(self, make):
+        def fresh(shape, *args, **kwargs):
+            shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+            x = make(tuple(n for _, n in self._levels) + shape, *args, **kwargs)
+            for level, _ in self._levels:  # the outermost level's axis first: the innermost wrapper
+                x = BatchedArray(level, x)
+            return x
+        return fresh
 
 
 def _wrap_all(out, level):

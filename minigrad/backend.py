@@ -108,6 +108,8 @@ def _device_index(device: str) -> int:
 
 def to_device(a, device: str):
     """Move array ``a`` to ``device`` explicitly (a copy when the device changes)."""
+    if hasattr(a, "batch_namespace"):  # a vmap level's array (_batched.BatchedArray): its physical array moves
+        return type(a)(a.level, to_device(a.p, device))
     if device == "cpu":
         if is_cupy_array(a):
             return a.get()

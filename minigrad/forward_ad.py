@@ -115,7 +115,10 @@ def _on_arrays(op, datas, params, aux, out, tds, level):
         return
     ctx = _new(JvpCtx)  # (no __init__ frame: one per op)
     if _batched.active:  # vmap: a tangent or an operand may be batched where the output is not
-        ctx.xp = array_namespace(_be.array_module(d, *[a for a in (*datas, *tds) if hasattr(a, "shape")]))
+        try:
+            ctx.xp = array_namespace(_be.array_module(d, *[a for a in (*datas, *tds) if hasattr(a, "shape")]))
+        except RuntimeError:  # a device move (``to``): its rule runs on the output's device
+            ctx.xp = array_namespace(_be.array_module(d))
     else:
         ctx.xp = _NUMPY if d.__class__ is _nd else array_namespace(_be.array_module(d))
     ctx.op, ctx.args, ctx.out, ctx.aux = op, datas, d, aux

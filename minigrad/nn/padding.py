@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _batched
 from ..engine import run_op
 from ..creation import as_tensor
 from ..ops._registry import randn as _r, Sample, composite, defop
@@ -29,6 +30,7 @@ def _padded(xp, x, widths, value):
 # constant padding; its gradient is the slice of the interior (a view)
 PAD_CONSTANT = defop("pad_constant", _padded,
                      lambda ctx, g, widths, value: (g[_inner(ctx.meta[0][0], widths)],), kind="other",
+                     batch=_batched.fresh_buffers,
                      # affine: the tangent is padded with zeros, whatever the value
                      jvp=lambda ctx, t, widths, value: ctx.xp.run_op(PAD_CONSTANT, t, widths=widths, value=0.0),
                      samples=lambda rng: [Sample(_r(rng, 2, 3), widths=((0, 0), (1, 2)), value=0.5),

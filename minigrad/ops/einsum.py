@@ -26,6 +26,7 @@ import functools
 
 import numpy as np
 
+from .. import _batched
 from .. import backend as _be
 from .. import kernels as _k
 from ..engine import run_op
@@ -336,6 +337,7 @@ DIAG = defop("einsum_diag", _diag_fwd, lambda ctx, g, lx, lu, shape: (ctx.xp.run
 UNDIAG = defop("einsum_undiag", _undiag_fwd,
                lambda ctx, g, lu, lx, shape: (ctx.xp.run_op(DIAG, g, lx=lx, lu=lu, shape=tuple(g.shape)),),
                kind="other", jvp=linear_jvp(0), info=lambda lu, lx, shape: {"pattern": _pattern_of(lu, None, lx)},
+               batch=_batched.fresh_buffers,
                samples=lambda rng: [Sample(rng.standard_normal((3, 2)), lu=(0, 1), lx=(0, 0, 1), shape=(3, 3, 2))])
 
 

@@ -127,6 +127,7 @@ def _index_add_rule(ctx, g, shape, template):
 
 
 INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), kind="other", jvp=linear_jvp(0),
+                  batch=_batched.fresh_buffers,
                   info=lambda shape, template: {"index": fmt_index(template)},
                   samples=lambda rng: [Sample(_r(rng, 3), np.array([0, 2, 0]), shape=(4,), template=(_ARRAY,)),
                                        Sample(_r(rng, 3), shape=(2, 3), template=(1,))])
@@ -256,6 +257,7 @@ def _index_put_jvp(ctx, tx, tv, *_, template):
 
 INDEX_PUT = defop(
     "index_put", _index_put_fwd, _index_put_rule, save=(2, ...), kind="other", jvp=_index_put_jvp,
+    batch=_batched.lifting(0),  # the copy of x written into: batched too
     info=lambda template: {"index": fmt_index(template)},
     torch=lambda th, x, v, *arrays, template: th.index_put(x, arrays, v),  # (samples: index arrays only)
     samples=lambda rng: [Sample(_r(rng, 4, 3), _r(rng, 2), np.array([0, 2]), np.array([1, 1]), template=(_ARRAY, _ARRAY)),
@@ -318,6 +320,7 @@ def _check_range(d, n, dim, op, shape):
     """IndexError naming ``op`` for an index outside [0, n) (PyTorch's scatter and gather take no
     negative indices)."""
     if d.size:
+        d = _batched.innermost(d)  # under vmap: every element's index
         bad = (d < 0) | (d >= n)
         if bad.any():
             raise IndexError(f"{op}: index {int(d[bad].ravel()[0])} is out of bounds for dim {dim} with size {n} "

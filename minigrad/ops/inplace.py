@@ -65,7 +65,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _batched
-
 from .. import _state
 from .. import backend as _be
 from ..creation import own_copy
@@ -339,7 +338,7 @@ def _assign(xp, t, value):
     return t
 
 
-_ASSIGN = defop("assign", _assign, kind="inplace")  # the write itself: ``t[...] = value``, no gradient of its own
+_ASSIGN = defop("assign", _assign, kind="inplace", batch=_batched.refused)  # the write itself: ``t[...] = value``, no gradient of its own
 
 
 # -- the overwriting ops (``fill_``, ``copy_``: writes.py), which a tangent's own write uses too ---------
@@ -362,8 +361,10 @@ def _overwrite_rule(ctx, g):
 
 
 FILL_ = defop("fill_", _fill_fwd, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear_jvp(1),
+              batch=_batched.lifting(0),  # a batched value over an unbatched x (its tangent: x's own write is refused later)
               samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
 COPY_ = defop("copy_", _fill_fwd_any, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear_jvp(1),
+              batch=_batched.lifting(0),  # a batched value over an unbatched x (its tangent: x's own write is refused later)
               samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
 
 
@@ -413,6 +414,7 @@ def _copy_slices_jvp(ctx, tb, tv, *_, inplace=False):
 
 
 COPY_SLICES = defop("copy_slices", _copy_slices_fwd, _copy_slices_rule, save=(2, 3), kind="other",
+                    batch=_batched.lifting(0),  # the copy of b written into: batched too (not b itself)
                     jvp=_copy_slices_jvp,
                     samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4),
                                                 np.arange(4, 8), np.arange(12).reshape(3, 4) // 4 != 1)])

@@ -17,6 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import _batched
 from .. import backend as _be
 from ..creation import as_tensor
 from ..engine import run_op
@@ -212,7 +213,8 @@ def _eigen_gaps(xp, x, upper):
     w = xp.eigvalsh(x, upper=upper)
     E = w[..., None, :] - w[..., :, None]  # 0 on the diagonal only when w is distinct
     n = w.shape[-1]
-    if int((E == 0).sum()) > n * (E.size // (n * n) if n else 0):
+    Ea = _batched.innermost(E)  # under vmap: every element's gaps
+    if int((Ea == 0).sum()) > n * (Ea.size // (n * n) if n else 0):
         raise ValueError("eigh: the derivative of the eigenvectors is not defined where eigenvalues repeat "
                          f"(eigenvalues {w}); differentiate the eigenvalues alone (eigvalsh), or perturb the input")
     return E

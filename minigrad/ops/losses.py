@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _batched
 from ..engine import run_op
 from ._registry import Sample, defop, linear_jvp
 from .reduce import shift_by_max, softmax_forward
@@ -54,6 +55,7 @@ def _nll_backward_rule(ctx, gg, shape, reduction):
 
 
 NLL_BACKWARD = defop("nll_loss_backward", _nll_backward_fwd, _nll_backward_rule, save=(1,), kind="other", jvp=linear_jvp(0),
+                     batch=_batched.fresh_buffers,
                      samples=lambda rng: [Sample(rng.standard_normal(4), np.array([0, 2, 1, 2]), shape=(4, 3),
                                                  reduction="none"),
                                           Sample(rng.standard_normal(()), np.array([1, 0]), shape=(2, 3),
@@ -189,7 +191,7 @@ def _ce_backward_jvp(ctx, tg, tx, *_, reduction):
 
 
 CE_BACKWARD = defop("cross_entropy_backward", _ce_backward_fwd, _ce_backward_rule, save=(0, 1, 2), kind="other",
-                    jvp=_ce_backward_jvp,
+                    jvp=_ce_backward_jvp, batch=_batched.lifting(1, 3),  # p, from x or probs, takes g in place
                     samples=lambda rng: [Sample(np.asarray(rng.standard_normal()), rng.standard_normal((4, 3)),
                                                 np.array([0, 2, 1, 2]), reduction="mean"),
                                          Sample(rng.standard_normal(4), rng.standard_normal((4, 3)),

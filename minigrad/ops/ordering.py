@@ -9,6 +9,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import _batched
 from .. import backend as _be
 from ..creation import as_tensor
 from ..engine import run_op
@@ -267,7 +268,7 @@ def bincount(input, weights=None, minlength=0):  # noqa: A002
     x = as_tensor(input, "bincount")
     if x.ndim != 1 or x.dtype.kind not in "iub":
         raise TypeError(f"bincount: input must be a 1-D integer tensor, got {x.dtype} of shape {x.shape}")
-    if x.data.size and bool((x.data < 0).any()):
+    if x.data.size and bool((_batched.innermost(x.data) < 0).any()):  # under vmap: every element's
         raise ValueError("bincount: input must hold non-negative integers")
     if minlength < 0:
         raise ValueError(f"bincount: minlength must be non-negative, got {minlength}")

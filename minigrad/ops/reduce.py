@@ -8,6 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .. import _batched
 from .._util import NOARG, pick
 from ..backend import to_numpy
 from ..creation import as_tensor
@@ -529,7 +530,7 @@ def _axis_samples(rng):
 
 
 SOFTMAX = defop("softmax", softmax_forward, _softmax_rule, save_out=True, kind="reduce", samples=_axis_samples,
-                jvp=_softmax_jvp,
+                jvp=_softmax_jvp, batch=_batched.fresh_buffers,  # _c_ordered's buffer
                 info=lambda axes: {"axis": axes[0] if len(axes) == 1 else axes},
                 torch=lambda th, x, axes: (x - th.logsumexp(x, axes, True)).exp())
 
@@ -559,7 +560,7 @@ def _log_softmax_jvp(ctx, t, axes):
 
 
 LOG_SOFTMAX = defop("log_softmax", _log_softmax_fwd, _log_softmax_rule, save_out=True, kind="reduce",
-                    jvp=_log_softmax_jvp,
+                    jvp=_log_softmax_jvp, batch=_batched.fresh_buffers,  # _c_ordered's buffer
                     info=lambda axes: {"axis": axes[0] if len(axes) == 1 else axes},
                     samples=_axis_samples, torch=lambda th, x, axes: x - th.logsumexp(x, axes, True))
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from collections import namedtuple
 
+from .. import _batched
 from .._util import NOARG, pick
 from .._xp import array_module, is_cupy_array
 from ..creation import as_tensor
@@ -102,7 +103,7 @@ def _cumsum_rule(ctx, g, axis, dtype=None):
 def _cumprod_rule(ctx, g, axis, dtype=None):
     (x,) = ctx.saved  # d out_k / d x_i = out_k / x_i for k >= i, where no x is 0
     xp = ctx.xp
-    if bool((x == 0).any()):
+    if bool((_batched.innermost(x) == 0).any()):  # under vmap: the exact path when any element has a zero
         lower, before = _cumprod_factors(xp, x, axis)  # exact at zeros: no division
         gm = xp.moveaxis(g, axis, -1)[..., None]
         return (xp.moveaxis(before * (xp.swapaxes(lower, -1, -2) @ gm)[..., 0], -1, axis),)
@@ -112,7 +113,7 @@ def _cumprod_rule(ctx, g, axis, dtype=None):
 
 def _cumprod_jvp(ctx, t, axis, dtype=None):
     x, xp = ctx.args[0], ctx.xp
-    if bool((x == 0).any()):
+    if bool((_batched.innermost(x) == 0).any()):  # under vmap: the exact path when any element has a zero
         lower, before = _cumprod_factors(xp, x, axis)
         tm = (before * xp.moveaxis(t, axis, -1))[..., None]
         return xp.moveaxis((lower @ tm)[..., 0], -1, axis)

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .. import _batched
 from .._util import axis_index
 from ..backend import array_module
 from ..engine import run_op
@@ -130,11 +131,24 @@ def _overlap_samples(rng):
     return [Sample(rng.standard_normal(s.kwargs["spec"].out_shape), spec=s.kwargs["spec"]) for s in _windows_samples(rng)]
 
 
+def _overlap_add_batch(forward, arrays, params):
+    """vmap's rule: the overlap-add of the physical array, its batch axis one more leading axis of
+    the spec (a lower level's array in it: the same again, one level down)."""
+    (g,) = arrays
+    spec, p = params["spec"], g.p
+    n = p.shape[0]
+    spec = _WindowSpec((n,) + spec.in_shape, tuple(a + 1 for a in spec.axes), spec.window, spec.step,
+                       spec.dilation, (n,) + spec.out_shape)
+    out = _overlap_add_batch(forward, (p,), {"spec": spec}) if _batched.is_batched(p) else forward(None, p, spec=spec)
+    return _batched.BatchedArray(g.level, out)
+
+
 WINDOWS = defop("windows", lambda xp, x, spec: _windows_array(x, spec),
                 lambda ctx, g, spec: (ctx.xp.overlap_add(g, spec=spec),), view=True, kind="view", jvp=linear_jvp(0),
                 samples=_windows_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
 OVERLAP_ADD = defop("overlap_add", lambda xp, g, spec: _overlap_add_array(g, spec),
                     lambda ctx, gg, spec: (ctx.xp.windows(gg, spec=spec),), kind="reduce", jvp=linear_jvp(0),
+                    batch=_overlap_add_batch,
                     samples=_overlap_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _batched
 from .. import kernels as _k
 from ..engine import run_op
 from ..ops._registry import OnDevice, Sample, defop, linear_jvp, multilinear_jvp
@@ -96,6 +97,7 @@ def _todense_rule(ctx, g, rows, shape):
 
 
 TO_DENSE = defop("sparse_to_dense", _todense_fwd, _todense_rule, kind="other", jvp=linear_jvp(0),
+                 batch=_batched.fresh_buffers,
                  samples=lambda rng: [Sample(rng.standard_normal(3), rows=(np.array([0, 1, 1]), np.array([2, 0, 2])),
                                              shape=(2, 3))])
 
