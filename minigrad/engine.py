@@ -210,7 +210,7 @@ def const(v, name: str):
             return Tensor(v).data
         except (TypeError, ValueError) as e:  # Tensor's message names ``tensor``; this one names the op
             raise type(e)(f"{name}: cannot use {type(v).__name__} operand as a tensor: {e}") from None
-    if v.__class__ is _Batched:  # vmap: a batched Tensor's array passed on as a constant (an index's .data)
+    if getattr(v, "vmap_levels", None):  # vmap: a batched Tensor's array passed on as a constant (an index's .data)
         return v
     raise TypeError(f"{name}: unsupported operand type {type(v).__name__} (expected a Tensor, an array or a real "
                     "number; a sparse tensor has functions of its own, or .to_dense())")
