@@ -253,9 +253,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         m = attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask
         if not hasattr(m, "dtype"):
             m = np.asarray(m)
-        if m.dtype == np.bool_:
+        if m.dtype == np.bool_:  # as PyTorch: added as a bias of 0 and -inf (one addition, the gradient passes)
             keep = attn_mask if isinstance(attn_mask, Tensor) else Tensor(m, device=scores.device)
-            scores = _ew.where(keep, scores, -math.inf)
+            scores = scores + _ew.where(keep, 0.0, -math.inf).astype(scores.dtype)
         else:
             scores = scores + attn_mask
     w = scores.softmax(dim=-1)
