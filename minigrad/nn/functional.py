@@ -244,7 +244,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
                          "do not fit (query and key share the last dim, key and value the one before)")
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    scores = (q @ k.swapaxes(-2, -1)) * scale
+    scores = (q * scale) @ k.swapaxes(-2, -1)  # the query scaled: (L, E), not the (L, S) scores
     if is_causal:
         if attn_mask is not None:
             raise ValueError("scaled_dot_product_attention: pass attn_mask or is_causal=True, not both")
