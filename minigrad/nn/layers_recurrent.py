@@ -6,8 +6,9 @@ gate order (LSTM: i, f, g, o; GRU: r, z, n) and initialisation (every parameter 
 The cells, ``RNN`` and ``GRU`` are made of recorded ops (linear, sigmoid, tanh, stack, concatenate,
 indexing) and a Python loop over the time steps: no backward rule of their own. ``LSTM`` runs each
 layer and direction as one op, ``lstm_scan`` (PyTorch's LSTM is one fused kernel too): its forward
-loops over the steps on arrays, and its rules are written in the array API like every other
-(backpropagation through time, and its forward-mode tangent), so gradients of any order in both modes.
+loops over the steps on arrays and returns every step's states and gates, and its rules read the gates
+there and are written in the array API like every other (backpropagation through time, and its
+forward-mode tangent), so gradients of any order in both modes.
 
 >>> lstm = mg.nn.LSTM(4, 8, num_layers=2, batch_first=True)
 >>> out, (h, c) = lstm(mg.randn(3, 5, 4))
@@ -58,65 +59,61 @@ def _step(mode, gi, h, c, w_hh, b_hh):
 
 
 def _lstm_scan_fwd(xp, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
-    """Every step's hidden and cell state, ``(2, T, B, H)`` (``[0]``: h_1..h_T, ``[1]``: c_1..c_T), of input
-    ``x`` (T, B, in) from the state ``h0``, ``c0`` (B, H). The input's projection is one product for all
-    the steps; each step is one product and its gates in place: one tanh for the four, each sigmoid as
-    minigrad's own (``tanh(a / 2) / 2 + 1 / 2``) and the g gate's tanh in the same call."""
+    """Every step's states and gates, ``(6, T, B, H)``: h, c, i, f, g, o (the gates activated) of input ``x``
+    (T, B, in) from the state ``h0``, ``c0`` (B, H). The gates are outputs so that the rules read them
+    (a recomputation would cost two products as large as the forward's). The input's projection is one
+    product; each step is one product and one tanh for the four gates (each sigmoid as minigrad's own,
+    ``tanh(a / 2) / 2 + 1 / 2``: the halving is folded into the weights, exactly)."""
     hid = w_hh.shape[1]
+    half = xp.concatenate([xp.full(2 * hid, 0.5, dtype=w_hh.dtype), xp.ones(hid, dtype=w_hh.dtype),
+                           xp.full(hid, 0.5, dtype=w_hh.dtype)])  # g's pre-activation goes to tanh as it is
     gi = _linear_fwd(xp, x, w_ih, b_ih)  # (T, B, 4H), a fresh array
     if b_hh is not None:
         gi += b_hh
-    half = xp.concatenate([xp.full(2 * hid, 0.5, dtype=gi.dtype), xp.ones(hid, dtype=gi.dtype),
-                           xp.full(hid, 0.5, dtype=gi.dtype)])  # g's pre-activation goes to tanh as it is
-    y = xp.empty((2,) + gi.shape[:2] + (hid,), dtype=gi.dtype)
-    h, c = h0, c0
-    for t in range(x.shape[0]):
-        a = xp.matmul(h, w_hh.T)
+    gi *= half
+    w_half = w_hh * half[:, None]
+    steps, batch = gi.shape[:2]
+    y = xp.empty((6, steps, batch, hid), dtype=gi.dtype)
+    for t in range(steps):
+        a = xp.matmul(y[0, t - 1] if t else h0, w_half.T)
         a += gi[t]
-        a *= half
         xp.tanh(a, out=a)
-        s = a * 0.5
-        s += 0.5  # i, f and o (s's g columns are not read)
-        h, c = y[0, t], y[1, t]
-        xp.multiply(s[:, hid:2 * hid], y[1, t - 1] if t else c0, out=c)
-        c += s[:, :hid] * a[:, 2 * hid:3 * hid]
-        xp.tanh(c, out=h)
-        h *= s[:, 3 * hid:]
+        gates = y[2:, t]  # (4, B, H): i, f, g, o
+        four = a.reshape(batch, 4, hid).transpose(1, 0, 2)
+        xp.multiply(four, 0.5, out=gates)
+        gates += 0.5
+        gates[2] = four[2]
+        c = y[1, t]
+        xp.multiply(gates[1], y[1, t - 1] if t else c0, out=c)
+        c += gates[0] * gates[2]
+        xp.tanh(c, out=y[0, t])
+        y[0, t] *= gates[3]
     return y
 
 
-def _lstm_gates(xp, x, h0, w_ih, w_hh, b, hs):
-    """The gates i, f, g, o of every step (each (T, B, H)) and the states h_0..h_{T-1} the steps read,
-    recomputed from the inputs and the hidden states ``hs`` the forward returned: two batched products,
-    no recurrence (on Tensors they are functions of the inputs, so a higher derivative sees them)."""
-    hprev = xp.concatenate([h0.reshape((1,) + tuple(h0.shape)), hs[:-1]], axis=0)
-    a = (xp.linear(x, w_ih, b[0]) if b else xp.linear(x, w_ih)) + \
-        (xp.linear(hprev, w_hh, b[1]) if b else xp.linear(hprev, w_hh))
-    hid = w_hh.shape[1]
-    if_ = xp.sigmoid(a[..., :2 * hid])
-    return if_[..., :hid], if_[..., hid:], xp.tanh(a[..., 2 * hid:3 * hid]), xp.sigmoid(a[..., 3 * hid:]), hprev
-
-
 def _lstm_scan_rule(ctx, gy):
-    """Backpropagation through time: the one sequential part is a product with ``w_hh`` per step;
-    the weights' gradients are one product each over all the steps."""
+    """Backpropagation through time, with the gates read from the output: the one sequential part is a
+    product with ``w_hh`` per step; the weights' gradients are one product each over all the steps."""
     xp, p = ctx.xp, ctx.parents
     x, h0, c0, w_ih, w_hh, *b = ctx.saved
     y = ctx.out
     steps, batch, n_in = x.shape
     hid = w_hh.shape[1]
-    i, f, g, o, hprev = _lstm_gates(xp, x, h0, w_ih, w_hh, b, y[0])
-    cprev = xp.concatenate([c0.reshape((1,) + tuple(c0.shape)), y[1][:-1]], axis=0)
-    tc = xp.tanh(y[1])
+    hs, cs, i, f, g, o = (y[k] for k in range(6))
+    hprev = xp.concatenate([h0.reshape((1,) + tuple(h0.shape)), hs[:-1]], axis=0)
+    cprev = xp.concatenate([c0.reshape((1,) + tuple(c0.shape)), cs[:-1]], axis=0)
+    tc = xp.tanh(cs)
     k = o * (1 - tc * tc)  # d h_t / d c_t
-    # each step's pre-activation gradient is [dc, dc, dc, dh] * m_t
-    m = xp.concatenate([g * (i * (1 - i)), cprev * (f * (1 - f)), i * (1 - g * g), tc * (o * (1 - o))], axis=-1)
+    slopes = xp.concatenate([i * (1 - i), f * (1 - f), 1 - g * g, o * (1 - o)], axis=-1)
+    # each step's pre-activation gradient: [dc, dc, dc, dh] * m_t, and the gates' own gradients through their slopes
+    m = xp.concatenate([g, cprev, i, tc], axis=-1) * slopes
+    own = xp.concatenate([gy[2], gy[3], gy[4], gy[5]], axis=-1) * slopes
     dh = dc = None
     das = [None] * steps
     for t in range(steps - 1, -1, -1):
         dh = gy[0, t] if dh is None else gy[0, t] + dh
         dc = gy[1, t] + dh * k[t] if dc is None else gy[1, t] + dc + dh * k[t]
-        das[t] = da = xp.concatenate([dc, dc, dc, dh], axis=-1) * m[t]
+        das[t] = da = xp.concatenate([dc, dc, dc, dh], axis=-1) * m[t] + own[t]
         dc = dc * f[t]
         dh = xp.matmul(da, w_hh)
     da = xp.stack(das).reshape((steps * batch, 4 * hid))
@@ -129,55 +126,53 @@ def _lstm_scan_rule(ctx, gy):
 
 
 def _lstm_scan_jvp(ctx, tx, th0, tc0, tw_ih, tw_hh, tb_ih=None, tb_hh=None):
-    """The states' tangent, step by step: each step's pre-activation tangent is the part that does not go
-    through the recurrence (every step at once) plus the previous hidden state's tangent times ``w_hh``."""
+    """The tangent of the states and gates, step by step: each step's pre-activation tangent is the part
+    that does not go through the recurrence (every step at once) plus the previous hidden state's tangent
+    times ``w_hh``."""
     xp = ctx.xp
     x, h0, c0, w_ih, w_hh, *b = ctx.args
     y = ctx.out
     hid = w_hh.shape[1]
-    i, f, g, o, hprev = _lstm_gates(xp, x, h0, w_ih, w_hh, b, y[0])
-    cprev = xp.concatenate([c0.reshape((1,) + tuple(c0.shape)), y[1][:-1]], axis=0)
-    tc = xp.tanh(y[1])
+    hs, cs, i, f, g, o = (y[k] for k in range(6))
+    hprev = xp.concatenate([h0.reshape((1,) + tuple(h0.shape)), hs[:-1]], axis=0)
+    cprev = xp.concatenate([c0.reshape((1,) + tuple(c0.shape)), cs[:-1]], axis=0)
+    tc = xp.tanh(cs)
     k = o * (1 - tc * tc)
-    d = xp.concatenate([i * (1 - i), f * (1 - f), 1 - g * g, o * (1 - o)], axis=-1)  # the gates' slopes
-    parts = [v for v in (None if tx is None else xp.linear(tx, w_ih), None if tw_ih is None else xp.linear(x, tw_ih),
-                         None if tw_hh is None else xp.linear(hprev, tw_hh)) if v is not None]
-    pa = None
-    for v in parts:
-        pa = v if pa is None else pa + v
-    tb = None
-    for v in (tb_ih, tb_hh):
+    slopes = xp.concatenate([i * (1 - i), f * (1 - f), 1 - g * g, o * (1 - o)], axis=-1)
+    pa = None  # the input's, the weights' and the biases' part, every step at once
+    for v in (None if tx is None else xp.linear(tx, w_ih), None if tw_ih is None else xp.linear(x, tw_ih),
+              None if tw_hh is None else xp.linear(hprev, tw_hh), tb_ih, tb_hh):
         if v is not None:
-            tb = v if tb is None else tb + v
+            pa = v if pa is None else pa + v
+    if pa is not None and pa.ndim == 1:  # the biases' alone
+        pa = xp.broadcast_to(pa, x.shape[:2] + pa.shape)
     dh = xp.zeros_like(h0) if th0 is None else th0
     dc = xp.zeros_like(c0) if tc0 is None else tc0
-    dhs, dcs = [], []
+    out = []
     for t in range(x.shape[0]):
         da = xp.matmul(dh, w_hh.T)
         if pa is not None:
             da = da + pa[t]
-        if tb is not None:
-            da = da + tb
-        da = da * d[t]
-        dc = da[..., hid:2 * hid] * cprev[t] + f[t] * dc + da[..., :hid] * g[t] + i[t] * da[..., 2 * hid:3 * hid]
-        dh = da[..., 3 * hid:] * tc[t] + k[t] * dc
-        dhs.append(dh)
-        dcs.append(dc)
-    return xp.stack([xp.stack(dhs), xp.stack(dcs)])
+        da = da * slopes[t]  # the gates' tangents
+        di, df, dg, do = (da[..., j * hid:(j + 1) * hid] for j in range(4))
+        dc = df * cprev[t] + f[t] * dc + di * g[t] + i[t] * dg
+        dh = do * tc[t] + k[t] * dc
+        out.append(xp.stack([dh, dc, di, df, dg, do]))
+    return xp.stack(out, axis=1)
 
 
 def _lstm_scan_torch(th, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
-    h, c, hs, cs = h0, c0, [], []
+    h, c, steps = h0, c0, []
     for xt in x:
         a = xt @ w_ih.T + h @ w_hh.T
         if b_ih is not None:
             a = a + b_ih + b_hh
         i, f, g, o = a.chunk(4, -1)
-        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        h = o.sigmoid() * c.tanh()
-        hs.append(h)
-        cs.append(c)
-    return th.stack([th.stack(hs), th.stack(cs)])
+        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        c = f * c + i * g
+        h = o * c.tanh()
+        steps.append(th.stack([h, c, i, f, g, o]))
+    return th.stack(steps, 1)
 
 
 def _lstm_scan_samples(rng):
@@ -298,11 +293,11 @@ class _RNNBase(Module):
             for d in range(dirs):
                 w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
                 k = layer * dirs + d
-                if lstm:  # one op for the layer's steps: its states (2, T, B, H)
+                if lstm:  # one op for the layer's steps: its states and gates (6, T, B, H)
                     if x.dtype != w_ih.dtype:
                         raise mixed_floats(name, x.dtype, w_ih.dtype, "the weights")
                     ws = (w_ih, w_hh) if b_ih is None else (w_ih, w_hh, b_ih, b_hh)
-                    y = run_op(LSTM_SCAN, x.flip(0) if d else x, h0[k], c0[k], *ws)
+                    y = run_op(LSTM_SCAN, x.flip(0) if d else x, h0[k], c0[k], *ws)[:2]  # h and c
                     outs.append(y[0].flip(0) if d else y[0])
                     hs.append(y[0, -1])
                     cs.append(y[1, -1])
