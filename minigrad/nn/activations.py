@@ -4,8 +4,9 @@
 (their layers are in ``layers_activation.py``).
 
 ``gelu`` (exact) is ``x * Phi(x)`` with ``Phi`` the normal CDF: an op (``normal_cdf``) computed
-from a Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose
-gradient ``exp(-x^2 / 2) / sqrt(2 pi)`` is an array-API rule like every other.
+from SciPy's ``erfc`` where installed, else a Cody rational approximation (accurate to a few ulps in
+float64), and for float32 NumPy arrays from a float32 one in float32 array calls (``_normal_cdf32``);
+its gradient ``exp(-x^2 / 2) / sqrt(2 pi)`` is an array-API rule like every other.
 
 ``minigrad.nn.functional`` exports these names; ``gelu`` and ``silu`` are composites
 (``@composite``), gradchecked and gradgradchecked by the registry test from their samples.
