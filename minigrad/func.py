@@ -23,6 +23,8 @@ from __future__ import annotations
 import contextvars
 import functools
 
+from . import _batched
+from . import _pytree
 from . import _state
 from . import backend as _be
 from .backward import grad as _grad
@@ -31,8 +33,10 @@ from .forward_ad import dual_level, make_dual, tangent_of, unpack_dual
 from .grad_mode import enable_grad, is_grad_enabled
 from .ops.shape import ALIAS, stack as _stack
 from .tensor import Tensor, wrap
+from .vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize", "vjp"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize",
+           "stack_module_state", "vjp", "vmap"]
 
 # how many reverse transforms are running f in this thread: inside one, an inner transform records
 # its backward (the outer may differentiate what f closes over, not only the inner's inputs)
@@ -81,7 +85,7 @@ def _grad_transform(f, argnums, has_aux, fname, name=None):
     @functools.wraps(f)
     def transformed(*args, **kwargs):
         nums, single = _argnums(argnums, args, name)
-        xs, res, graph = _run_reverse(f, args, kwargs, nums, name)
+        xs, groups, res, graph = _run_reverse(f, args, kwargs, nums, name)
         out, aux = _split_aux(res, has_aux, name)
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}: expected f(*args) to return a scalar Tensor, got {type(out).__name__}")
@@ -90,8 +94,7 @@ def _grad_transform(f, argnums, has_aux, fname, name=None):
             raise RuntimeError(f"{name}: expected f(*args) to return a scalar (0-d) float Tensor, got {what}; "
                                f"for other outputs use func.vjp or func.jacrev")
         graph = _graph(graph, [out])
-        gs = _pullback([out], [None], xs, graph, retain=graph)
-        g = gs[0] if single else tuple(gs)
+        g = _regroup(_pullback([out], [None], xs, graph, retain=graph), groups, single)
         if not graph:
             out, aux = _cut(out), _map(_cut, aux)
         if with_value:
@@ -114,56 +117,84 @@ def vjp(func, *primals, has_aux=False):
     name = "func.vjp"
     if not primals:
         raise TypeError(f"{name}: expected at least one primal (f is called as f(*primals))")
-    xs, res, graph = _run_reverse(func, primals, {}, tuple(range(len(primals))), name, what="primals[{}]")
+    xs, groups, res, graph = _run_reverse(func, primals, {}, tuple(range(len(primals))), name, what="primals[{}]")
     out, aux = _split_aux(res, has_aux, name)
     outs, spec = _flatten(out, name)
     graph = _graph(graph, outs)
 
     def vjp_fn(cotangents):
         cts = _flatten_like(cotangents, spec, outs, "func.vjp: vjp_fn", "cotangent")
-        return tuple(_pullback(outs, cts, xs, graph or _differentiated(cts), retain=True))
+        return _regroup(_pullback(outs, cts, xs, graph or _differentiated(cts), retain=True), groups, False)
 
     if not graph:
-        out, aux = _unflatten([_cut(o) for o in outs], spec), _map(_cut, aux)
+        out, aux = _pytree.unflatten([_cut(o) for o in outs], spec), _map(_cut, aux)
     return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
 
 
-def jacrev(func, argnums=0, *, has_aux=False):
-    """A function returning the Jacobian of ``func`` by reverse mode: one reverse pass per output
-    element (a single one for a scalar output), all over one forward.
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """A function returning the Jacobian of ``func`` by reverse mode: one forward, then one batched
+    reverse pass (``vmap`` over the pullback, the identity as a batch of cotangents), or one pass per
+    ``chunk_size`` output elements.
 
-    The Jacobian w.r.t. an argument is shaped ``output.shape + argument.shape``; a tuple of them
-    when ``argnums`` is a tuple; a tuple over outputs (each as above) when ``func`` returns a tuple.
+    The Jacobian of an output w.r.t. an argument is shaped ``output.shape + argument.shape``; a
+    pytree argument (a dict of parameters) gives a Jacobian of its structure; a tuple of them when
+    ``argnums`` is a tuple; the output's structure (a tuple, list or dict of outputs) holds them.
     With ``has_aux``: ``(jacobian, aux)``.
 
     >>> mg.func.jacrev(lambda x: x ** 2)(mg.tensor([1.0, 2.0]))   # [[2, 0], [0, 4]]
     """
+    _check_chunk(chunk_size, "func.jacrev")
+
     @functools.wraps(func)
     def transformed(*args, **kwargs):
         name = "func.jacrev(f)(*args)"
         nums, single = _argnums(argnums, args, name)
-        for i in nums:
-            _float_tensor(args[i], name, f"argument {i}", sparse=False)
-        xs, res, graph = _run_reverse(func, args, kwargs, nums, name)
+        xs, groups, res, graph = _run_reverse(func, args, kwargs, nums, name, sparse=False)
         out, aux = _split_aux(res, has_aux, name)
         outs, spec = _flatten(out, name)
         graph = _graph(graph, outs)
-        jacs = []
-        for o in outs:
-            rows = []  # one per output element: the gradients of that element, per input
-            if o._requires_grad and o.size:
-                if o.ndim == 0:
-                    rows.append(_pullback([o], [None], xs, graph, retain=True))
-                else:
-                    rows.extend(_pullback([o], [e], xs, graph, retain=True) for e in _basis(o))
-            per = [_assemble([r[j] for r in rows], o.shape, x, axis=0) for j, x in enumerate(xs)]
-            jacs.append(per[0] if single else tuple(per))
-        jac = _unflatten(jacs, spec)
+        blocks = _jacrev_blocks(outs, xs, graph, chunk_size)
+        jac = _pytree.unflatten([_regroup(b, groups, single) for b in blocks], spec)
         if has_aux:
             return jac, (aux if graph else _map(_cut, aux))
         return jac
 
     return transformed
+
+
+def _jacrev_blocks(outs, xs, graph, chunk_size):
+    """Per output, per input: the Jacobian block shaped ``out.shape + x.shape``, by one reverse pass
+    over a batch of one-hot cotangents (one per element of every output that requires grad)."""
+    live = [o for o in outs if o._requires_grad and o.size]
+    total = sum(o.size for o in live)
+    rows = None
+    if total == 1:  # one scalar: a plain pass, its cotangent one
+        o = live[0]
+        gs = _pullback(live, [_ones_like(o)], xs, graph, retain=True)
+        rows = [g.reshape((1,) + tuple(x.shape)) for g, x in zip(gs, xs, strict=True)]
+    elif total:
+        xp = _be.array_module(_batched.innermost(live[0].data))
+        eye, cts, off = xp.eye(total), [], 0
+        for o in live:
+            cts.append(wrap(eye[:, off:off + o.size].astype(o.dtype, copy=False).reshape((total,) + tuple(o.shape))))
+            off += o.size
+        rows = vmap(lambda *c: tuple(_pullback(live, list(c), xs, graph, retain=True)), chunk_size=chunk_size)(*cts)
+    blocks, off = [], 0
+    for o in outs:
+        if any(o is v for v in live):
+            per = [_block(r, off, o, x) for r, x in zip(rows, xs, strict=True)]
+            off += o.size
+        else:
+            per = [_zeros(tuple(o.shape) + tuple(x.shape), x) for x in xs]
+        blocks.append(per)
+    return blocks
+
+
+def _block(rows, off, o, x):
+    """Rows ``off:off + o.size`` of a batch of gradients w.r.t. ``x``, shaped ``o.shape + x.shape``."""
+    part = rows if rows.shape[0] == o.size else rows[off:off + o.size]
+    shape = tuple(o.shape) + tuple(x.shape)
+    return part if part.shape == shape else part.reshape(shape)
 
 
 def linearize(func, *primals):
@@ -181,7 +212,7 @@ def linearize(func, *primals):
     name = "func.linearize"
     if not primals:
         raise TypeError(f"{name}: expected at least one primal (f is called as f(*primals))")
-    xs, res, graph = _run_reverse(func, primals, {}, tuple(range(len(primals))), name, what="primals[{}]")
+    xs, groups, res, graph = _run_reverse(func, primals, {}, tuple(range(len(primals))), name, what="primals[{}]")
     outs, spec = _flatten(res, name)
     graph = _graph(graph, outs)
     live = [o for o in outs if o._requires_grad]
@@ -191,7 +222,7 @@ def linearize(func, *primals):
               else [None] * len(xs))
 
     def jvp_fn(*tangents):
-        us = _check_tangents(primals, tangents, "func.linearize: jvp_fn")
+        us = _check_tangents(primals, xs, tangents, "func.linearize: jvp_fn")
         with enable_grad():
             s = None
             for g, u in zip(gs, us, strict=True):
@@ -205,9 +236,9 @@ def linearize(func, *primals):
         for o in outs:
             j = next(ju) if o._requires_grad else None
             jus.append(_zeros_like(o) if j is None else j)
-        return _unflatten(jus, spec)
+        return _pytree.unflatten(jus, spec)
 
-    return (res if graph else _unflatten([_cut(o) for o in outs], spec)), jvp_fn
+    return (res if graph else _pytree.unflatten([_cut(o) for o in outs], spec)), jvp_fn
 
 
 # ---------------------------------------------------------------------------
@@ -234,55 +265,81 @@ def jvp(func, primals, tangents, *, has_aux=False):
 
 def _jvp(func, primals, tangents, has_aux, name, plain):
     """``jvp``; ``plain``: no reverse pass will differentiate the tangents (``dual_level(_plain=True)``)."""
-    primals, tangents = _check_pairs(primals, tangents, name)
+    ps, ts, specs = _check_pairs(primals, tangents, name)
     with dual_level(_plain=plain):
-        res = func(*[make_dual(p, t) for p, t in zip(primals, tangents, strict=True)])
+        duals = iter([make_dual(p, t) for p, t in zip(ps, ts, strict=True)])
+        res = func(*[_pytree.unflatten(duals, s) for s in specs])
         out, aux = _split_aux(res, has_aux, name)
         outs, spec = _flatten(out, name)
         pairs = [unpack_dual(o) for o in outs]
         aux = _map(_primal, aux)
-    out = _unflatten([p for p, _ in pairs], spec)
-    jvp_out = _unflatten([_zeros_like(p) if t is None else t for p, t in pairs], spec)
+    out = _pytree.unflatten([p for p, _ in pairs], spec)
+    jvp_out = _pytree.unflatten([_zeros_like(p) if t is None else t for p, t in pairs], spec)
     return (out, jvp_out, aux) if has_aux else (out, jvp_out)
 
 
-def jacfwd(func, argnums=0, has_aux=False):
-    """A function returning the Jacobian of ``func`` by forward mode: one forward pass per input
-    element, each carrying one basis tangent. Shapes as ``jacrev``: ``output.shape + argument.shape``,
-    a tuple per argnum when ``argnums`` is a tuple, a tuple over outputs for a tuple output.
-    Cheaper than jacrev where the inputs have fewer elements than the outputs.
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """A function returning the Jacobian of ``func`` by forward mode: ``vmap`` of one ``jvp`` whose
+    tangents are the one-hot basis of the inputs (a batch of them, one per input element): the
+    primal runs once, the tangents as one batch. Shapes as ``jacrev``: ``output.shape +
+    argument.shape``, pytree arguments and outputs as there. Cheaper than jacrev where the inputs
+    have fewer elements than the outputs. ``randomness`` is vmap's, for random draws in ``func``.
 
     >>> mg.func.jacfwd(lambda x: x ** 2)(mg.tensor([1.0, 2.0]))   # [[2, 0], [0, 4]]
     """
+    if randomness not in ("error", "different", "same"):
+        raise ValueError(f"func.jacfwd: randomness must be 'error', 'different' or 'same', got {randomness!r}")
+
     @functools.wraps(func)
     def transformed(*args, **kwargs):
         name = "func.jacfwd(f)(*args)"
         nums, single = _argnums(argnums, args, name)
-        xs = [_float_tensor(args[i], name, f"argument {i}", sparse=False) for i in nums]
-        cols = [[] for _ in xs]  # per input, per element: the tangent of each output
-        first = None  # the outputs' primals, structure and aux, from the first pass
-        for j, (i, x) in enumerate(zip(nums, xs, strict=True)):
-            for e in _basis(x):
-                with dual_level():
-                    a = list(args)
-                    a[i] = make_dual(x, e)
-                    out, aux = _split_aux(func(*a, **kwargs), has_aux, name)
-                    outs, spec = _flatten(out, name)
-                    pairs = [unpack_dual(o) for o in outs]
-                    if first is None:
-                        first = [p for p, _ in pairs], spec, _map(_primal, aux)
-                cols[j].append([_zeros_like(p) if t is None else t for p, t in pairs])
-        if first is None:  # no input has an element: f's outputs give the shapes
+        xs, groups = _leaves_of(args, nums, name, "argument {}", sparse=False)
+        total = sum(x.size for x in xs)
+        kept = []  # what f returned beside its tangents: its structure, aux's leaves that are no Tensors
+
+        def push(*ts):
+            with dual_level():
+                duals = iter([make_dual(x, t) for x, t in zip(xs, ts, strict=True)])
+                a = list(args)
+                for i, (_, s) in zip(nums, groups, strict=True):
+                    a[i] = _pytree.unflatten(duals, s)
+                out, aux = _split_aux(func(*a, **kwargs), has_aux, name)
+                outs, spec = _flatten(out, name)
+                pairs = [unpack_dual(o) for o in outs]
+                aux_leaves, aux_spec = _pytree.flatten(_map(_primal, aux))
+            kept[:] = [spec, aux_leaves, aux_spec]
+            tensors = tuple(a for a in aux_leaves if isinstance(a, Tensor))
+            return tuple(_zeros_like(p) if t is None else t for p, t in pairs), tensors
+
+        if total == 0:  # no input has an element: f's outputs give the shapes
             out, aux = _split_aux(func(*args, **kwargs), has_aux, name)
             outs, spec = _flatten(out, name)
-            first = outs, spec, aux
-        outs, spec, aux = first
+            jac = _pytree.unflatten([_regroup([_zeros(tuple(o.shape) + tuple(x.shape), x) for x in xs], groups, single)
+                                     for o in outs], spec)
+            return (jac, aux) if has_aux else jac
+        xp = _be.array_module(_batched.innermost(xs[0].data))
+        eye, basis, off = xp.eye(total), [], 0
+        for x in xs:
+            basis.append(wrap(eye[:, off:off + x.size].astype(x.dtype, copy=False).reshape((total,) + tuple(x.shape))))
+            off += x.size
+        shared = randomness != "different"  # aux (from the primals) is the same for every basis element
+        cols, aux_t = vmap(push, out_dims=(-1, None if shared else 0), randomness=randomness)(*basis)
+        spec, aux_leaves, aux_spec = kept
         jacs = []
-        for m, o in enumerate(outs):
-            per = [_assemble([c[m] for c in cols[j]], o.shape, x, axis=-1) for j, x in enumerate(xs)]
-            jacs.append(per[0] if single else tuple(per))
-        jac = _unflatten(jacs, spec)
-        return (jac, aux) if has_aux else jac
+        for t in cols:  # t: o.shape + (total,)
+            oshape, per, off = tuple(t.shape[:-1]), [], 0
+            for x in xs:
+                part = t if x.size == total else t[..., off:off + x.size]
+                per.append(part.reshape(oshape + tuple(x.shape)))
+                off += x.size
+            jacs.append(_regroup(per, groups, single))
+        jac = _pytree.unflatten(jacs, spec)
+        if not has_aux:
+            return jac
+        it = iter(aux_t if shared else [a[0] for a in aux_t])
+        aux = _pytree.unflatten([next(it) if isinstance(a, Tensor) else a for a in aux_leaves], aux_spec)
+        return jac, aux
 
     return transformed
 
@@ -309,13 +366,165 @@ def hvp(func, primals, tangents):
     >>> loss, (hv,) = mg.func.hvp(lambda w: (w ** 4).sum(), (w,), (v,))   # 12 w² v
     """
     name = "func.hvp"
-    primals, tangents = _check_pairs(primals, tangents, name)
+    _check_pairs(primals, tangents, name)
     g = _grad_transform(func, tuple(range(len(primals))), False, "grad_and_value", name)
     # the forward pass's tangents are read by the reverse pass, never differentiated, unless a
     # transform outside this one differentiates the result
-    plain = _reverse_depth.get() == 0 and not any(t.requires_grad for t in (*primals, *tangents))
+    plain = _reverse_depth.get() == 0 and not any(t.requires_grad for t in _pytree.flatten((primals, tangents))[0])
     (_, value), (hv, _) = _jvp(g, primals, tangents, False, name, plain)
     return value, hv
+
+
+# ---------------------------------------------------------------------------
+# modules as functions: functional_call, stack_module_state
+# ---------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
+    """``module(*args, **kwargs)`` with the given Tensors in place of its parameters and buffers, as
+    ``torch.func.functional_call``: the module is the same object before and after (its own tensors
+    are put back, even when the call raises).
+
+    Args:
+        module: an ``nn.Module`` (anything with ``named_modules``, ``named_parameters`` and
+            ``named_buffers``).
+        parameter_and_buffer_dicts: a dict from dotted names (``"0.weight"``, as
+            ``named_parameters`` gives them) to Tensors, or a tuple of such dicts (no name twice).
+            The Tensors may be batched (``vmap``) or differentiated (``grad``).
+        args: the positional arguments (a tuple; anything else is the one argument).
+        kwargs: the keyword arguments.
+        tie_weights: a tensor the module holds under several names (tied weights) is replaced under
+            all of them by the value given for any one.
+        strict: every parameter and buffer must be given, and no other name.
+
+    Names the dicts leave out keep the module's own tensors. Per-sample gradients:
+
+    >>> params = {k: v.detach() for k, v in model.named_parameters()}
+    >>> loss = lambda p, x, y: F.cross_entropy(mg.func.functional_call(model, p, (x[None],)), y[None])
+    >>> mg.func.vmap(mg.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)
+    """
+    name = "func.functional_call"
+    given = _merge_dicts(parameter_and_buffer_dicts, name)
+    own = _named_tensors(module, name)
+    if tie_weights:
+        given = _tie(given, own, name)
+    if strict:
+        missing, unexpected = sorted(set(own) - set(given)), sorted(set(given) - set(own))
+        if missing or unexpected:
+            raise RuntimeError(f"{name}: with strict=True every parameter and buffer of {type(module).__name__} must be "
+                               f"given, and nothing else: missing key(s) {missing}, unexpected key(s) {unexpected}")
+    if args is None:
+        args = ()
+    elif not isinstance(args, tuple):
+        args = (args,)
+    swapped = []  # (submodule, attribute, what it held)
+    try:
+        for key, t in given.items():
+            m, attr = _owner(module, key, name)
+            swapped.append((m, attr, m.__dict__.get(attr, _MISSING)))
+            object.__setattr__(m, attr, t)  # beside Module.__setattr__, which takes Parameters only
+        return module(*args, **(kwargs or {}))
+    finally:
+        for m, attr, old in reversed(swapped):
+            if old is _MISSING:
+                object.__delattr__(m, attr)
+            else:
+                object.__setattr__(m, attr, old)
+
+
+def stack_module_state(models):
+    """``(params, buffers)``: two dicts from the models' parameter and buffer names to their Tensors
+    stacked on a new leading axis (one row per model), as ``torch.func.stack_module_state``: the
+    state of an ensemble, for ``vmap(functional_call)``. The stacked parameters are new leaves that
+    require grad (when the models' do); the models are left as they are.
+
+    >>> params, buffers = mg.func.stack_module_state(models)
+    >>> run = lambda p, b, x: mg.func.functional_call(models[0], (p, b), (x,))
+    >>> mg.func.vmap(run, in_dims=(0, 0, None))(params, buffers, x)   # every model on x
+    """
+    name = "func.stack_module_state"
+    models = list(models)
+    if not models:
+        raise RuntimeError(f"{name}: expected at least one model, got none")
+    kinds = {type(m) for m in models}
+    if len(kinds) > 1:
+        raise RuntimeError(f"{name}: expected models of one class, got {sorted(k.__name__ for k in kinds)}")
+    if len({bool(getattr(m, "training", False)) for m in models}) > 1:
+        raise RuntimeError(f"{name}: expected all models in the same mode (train() or eval()), got both")
+    out = []
+    for what in ("named_parameters", "named_buffers"):
+        per = [dict(getattr(m, what)()) for m in models]
+        stacked = {}
+        for key in per[0]:
+            ts = [p[key] for p in per]
+            if len({t.shape for t in ts}) > 1:
+                raise ValueError(f"{name}: {key!r} has different shapes across the models: {[t.shape for t in ts]}")
+            rg = {bool(t.requires_grad) for t in ts}
+            if len(rg) > 1:
+                raise RuntimeError(f"{name}: {key!r} requires grad in some models and not in others")
+            s = _stack([t.detach() for t in ts])
+            stacked[key] = s.requires_grad_() if rg == {True} else s
+        out.append(stacked)
+    return out[0], out[1]
+
+
+def _merge_dicts(dicts, name):
+    if isinstance(dicts, dict):
+        dicts = (dicts,)
+    if not isinstance(dicts, (tuple, list)) or not all(isinstance(d, dict) for d in dicts):
+        raise TypeError(f"{name}: expected a dict of Tensors (or a tuple of dicts), got {type(dicts).__name__}")
+    merged = {}
+    for d in dicts:
+        twice = sorted(set(d) & set(merged))
+        if twice:
+            raise ValueError(f"{name}: got several values for the key(s) {twice}")
+        merged.update(d)
+    return merged
+
+
+def _named_tensors(module, name):
+    """Every dotted name of the module's parameters and buffers (a shared one under each name)."""
+    if not hasattr(module, "named_modules") or not callable(module):
+        raise TypeError(f"{name}: expected an nn.Module, got {type(module).__name__}")
+    own = {}
+    for mname, m in module.named_modules(remove_duplicate=False):
+        for key, t in (*m.named_parameters(recurse=False), *m.named_buffers(recurse=False)):
+            own[f"{mname}.{key}" if mname else key] = t
+    return own
+
+
+def _tie(given, own, name):
+    """``given`` with each tied tensor's value under all of its names."""
+    names_of = {}
+    for key, t in own.items():
+        names_of.setdefault(id(t), []).append(key)
+    out = dict(given)
+    for keys in names_of.values():
+        if len(keys) < 2:
+            continue
+        have = [k for k in keys if k in given]
+        if not have:
+            continue
+        if any(given[k] is not given[have[0]] for k in have[1:]):
+            raise ValueError(f"{name}: {have} are tied (one tensor) in the module, but got different values for them; "
+                             "give one, or pass tie_weights=False")
+        for k in keys:
+            out[k] = given[have[0]]
+    return out
+
+
+def _owner(module, key, name):
+    """The submodule holding the dotted name ``key``, and the attribute's name in it."""
+    *path, attr = key.split(".")
+    m = module
+    for p in path:
+        sub = getattr(m, p, None)
+        if sub is None or not hasattr(sub, "named_modules"):
+            raise KeyError(f"{name}: {key!r} names no submodule of {type(module).__name__} (no {p!r})")
+        m = sub
+    return m, attr
 
 
 # ---------------------------------------------------------------------------
@@ -323,25 +532,57 @@ def hvp(func, primals, tangents):
 # ---------------------------------------------------------------------------
 
 
-def _run_reverse(f, args, kwargs, nums, name, what="argument {}"):
-    """Run ``f`` for a reverse transform: ``args[nums]`` entered (``_enter``), grad mode on. Returns
-    the entered inputs, f's result, and whether the backward must be recorded: True, False, or (when
-    only the outputs can tell) the ids of the private leaves, for ``_graph``."""
+def _run_reverse(f, args, kwargs, nums, name, what="argument {}", sparse=True):
+    """Run ``f`` for a reverse transform: the leaves of ``args[nums]`` (pytrees of float Tensors)
+    entered (``_enter``), grad mode on. Returns the entered leaves, their groups (``_regroup``), f's
+    result, and whether the backward must be recorded: True, False, or (when only the outputs can
+    tell) the ids of the private leaves, for ``_graph``."""
+    xs, groups = _leaves_of(args, nums, name, what, sparse)
     outer = is_grad_enabled()
     depth = _reverse_depth.get()
-    graph = outer and (depth > 0 or any(isinstance(a, Tensor) and a._requires_grad for a in (*args, *kwargs.values())))
+    graph = outer and (depth > 0 or any(a._requires_grad for a in _pytree.flatten((args, kwargs))[0]
+                                        if isinstance(a, Tensor)))
     token = _reverse_depth.set(depth + 1)
     try:
         with enable_grad():
             a, private = list(args), set()
-            for i in nums:
-                a[i] = _enter(_float_tensor(args[i], name, what.format(i)), outer, private)
+            entered = [_enter(x, outer, private) for x in xs]
+            it = iter(entered)
+            for i, (_, s) in zip(nums, groups, strict=True):
+                a[i] = _pytree.unflatten(it, s)
             res = f(*a, **kwargs)
     finally:
         _reverse_depth.reset(token)
     if outer and not graph:  # the caller's autograd may still differentiate a tensor f closes over
         graph = private
-    return [a[i] for i in nums], res, graph
+    return entered, groups, res, graph
+
+
+def _leaves_of(args, nums, name, what, sparse=True):
+    """The leaves of ``args[i]`` for ``i`` in ``nums`` (each a pytree of float Tensors), checked, and
+    per argument ``(number of leaves, structure)`` for ``_regroup``."""
+    leaves, groups = [], []
+    for i in nums:
+        ls, spec = _pytree.flatten(args[i])
+        w = what.format(i)
+        for k, x in enumerate(ls):
+            _float_tensor(x, name, w if spec is None else f"{w} (a {type(args[i]).__name__}: its leaf {k})", sparse)
+        leaves += ls
+        groups.append((len(ls), spec))
+    return leaves, groups
+
+
+def _regroup(flat, groups, single):
+    """Results, one per differentiated leaf, in their arguments' structures: the one argument's
+    (``single``), or a tuple with one per argument."""
+    it = iter(flat)
+    parts = [_pytree.unflatten(it, s) for _, s in groups]
+    return parts[0] if single else tuple(parts)
+
+
+def _check_chunk(chunk_size, name):
+    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"{name}: chunk_size must be None or a positive int, got {chunk_size!r}")
 
 
 def _graph(graph, outs):
@@ -424,23 +665,13 @@ def _pullback(outs, cts, xs, graph, retain):
     return [_zeros_like(x) if g is None else g for g, x in zip(gs, xs, strict=True)]
 
 
-def _basis(x):
-    """The one-hot Tensors of ``x``'s shape, dtype and device, in C order."""
-    xp = _be.array_module(x.data)
-    for k in range(x.size):
-        e = xp.zeros(x.size, dtype=x.dtype)
-        e[k] = 1
-        yield wrap(e.reshape(x.shape))
+def _zeros(shape, like):
+    """Zeros of ``shape`` with ``like``'s dtype and device."""
+    return wrap(_be.array_module(_batched.innermost(like.data)).zeros(shape, dtype=like.dtype))
 
 
-def _assemble(parts, out_shape, x, axis):
-    """A Jacobian block shaped ``out_shape + x.shape`` from one part per output element (rows,
-    ``axis=0``) or per input element (columns, ``axis=-1``)."""
-    shape = tuple(out_shape) + tuple(x.shape)
-    if not parts:
-        return wrap(_be.array_module(x.data).zeros(shape, dtype=x.dtype))
-    j = parts[0] if len(parts) == 1 else _stack(parts, axis=axis)
-    return j if j.shape == shape else j.reshape(shape)
+def _ones_like(x):
+    return wrap(_be.array_module(_batched.innermost(x.data)).ones(x.shape, dtype=x.dtype))
 
 
 def _zeros_like(x):
@@ -491,7 +722,8 @@ def _float_tensor(x, name, what, sparse=True):
 
 
 def _check_pairs(primals, tangents, name):
-    """``primals`` and ``tangents`` as lists of float Tensors, pairwise of one shape and dtype."""
+    """The leaves of ``primals`` (a tuple of pytrees of float Tensors) and of ``tangents`` (the same
+    structures, each leaf of its primal's shape and dtype), and each primal's structure."""
     for what, v in (("primals", primals), ("tangents", tangents)):
         if not isinstance(v, (tuple, list)):
             raise TypeError(f"{name}: expected {what} to be a tuple of Tensors (f is called as f(*primals)), "
@@ -501,21 +733,53 @@ def _check_pairs(primals, tangents, name):
                          "they must pair up")
     if not primals:
         raise ValueError(f"{name}: expected at least one primal")
-    ps = [_float_tensor(p, name, f"primals[{i}]") for i, p in enumerate(primals)]
-    return ps, _check_tangents(ps, tangents, name)
+    ps, groups = _leaves_of(primals, range(len(primals)), name, "primals[{}]")
+    return ps, _check_tangents(primals, ps, tangents, name), [s for _, s in groups]
 
 
-def _check_tangents(primals, tangents, name):
+def _check_tangents(primals, leaves, tangents, name):
+    """The leaves of ``tangents``, one pytree per primal of its structure (dict keys in any order),
+    each leaf of its primal leaf's shape and dtype; ``leaves`` are the primals' leaves."""
     if len(tangents) != len(primals):
         raise ValueError(f"{name}: expected {len(primals)} tangents, one per primal, got {len(tangents)}")
+    ts = []
     for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        spec = _pytree.flatten(p)[1]
+        got = _leaves_as(t, spec)
+        if got is None:
+            raise TypeError(f"{name}: tangents[{i}] must have the structure of primals[{i}] "
+                            f"({_pytree._describe(p)}), got {_pytree._describe(t)}")
+        ts += [(f"[{i}]" if spec is None else f"[{i}] (leaf {k})", u) for k, u in enumerate(got)]
+    out = []
+    for (at, t), p in zip(ts, leaves, strict=True):
         if not isinstance(t, Tensor) and not (_is_sparse(t) and _is_sparse(p)):
-            raise TypeError(f"{name}: tangents[{i}] must be a Tensor{' (sparse, as its primal is)' if _is_sparse(p) else ''}"
+            raise TypeError(f"{name}: tangents{at} must be a Tensor{' (sparse, as its primal is)' if _is_sparse(p) else ''}"
                             f", got {type(t).__name__}")
         if t.shape != p.shape or t.dtype != p.dtype:
-            raise ValueError(f"{name}: tangents[{i}] has shape {t.shape} and dtype {t.dtype}, but primals[{i}] "
+            raise ValueError(f"{name}: tangents{at} has shape {t.shape} and dtype {t.dtype}, but primals{at} "
                              f"has shape {p.shape} and dtype {p.dtype}; they must match")
-    return list(tangents)
+        out.append(t)
+    return out
+
+
+def _leaves_as(tree, spec):
+    """The leaves of ``tree`` in the order of the structure ``spec`` (``_pytree.flatten``'s; a dict's
+    keys may come in any order), or None where ``tree`` does not have that structure."""
+    out = []
+    return out if _take(tree, spec, out) else None
+
+
+def _take(tree, spec, out):
+    if spec is None:
+        out.append(tree)
+        return True
+    if spec[0] is dict:
+        if not isinstance(tree, dict) or set(tree) != set(spec[1]):
+            return False
+        return all(_take(tree[k], s, out) for k, s in zip(spec[1], spec[2], strict=True))
+    if not isinstance(tree, (tuple, list)) or len(tree) != len(spec[1]):
+        return False
+    return all(_take(t, s, out) for t, s in zip(tree, spec[1], strict=True))
 
 
 def _split_aux(res, has_aux, name):
@@ -528,48 +792,26 @@ def _split_aux(res, has_aux, name):
 
 
 def _flatten(out, name):
-    """The Tensors of ``f``'s output (a Tensor, or tuples and lists of them, nested), and its
-    structure for ``_unflatten``."""
-    if isinstance(out, Tensor) or _is_sparse(out):
-        return [out], None
-    if isinstance(out, (tuple, list)):
-        leaves, specs = [], []
-        for o in out:
-            sub, s = _flatten(o, name)
-            leaves += sub
-            specs.append((len(sub), s))
-        return leaves, (type(out), specs)
-    raise TypeError(f"{name}: expected f to return a Tensor or a tuple of Tensors, got {type(out).__name__}")
-
-
-def _unflatten(leaves, spec):
-    if spec is None:
-        return leaves[0]
-    kind, specs = spec
-    parts, i = [], 0
-    for n, s in specs:
-        parts.append(_unflatten(leaves[i:i + n], s))
-        i += n
-    return kind(*parts) if hasattr(kind, "_fields") else kind(parts)
+    """The Tensors of ``f``'s output (a Tensor, or tuples, lists and dicts of them, nested), and its
+    structure for ``_pytree.unflatten``."""
+    leaves, spec = _pytree.flatten(out)
+    for o in leaves:
+        if not isinstance(o, Tensor) and not _is_sparse(o):
+            raise TypeError(f"{name}: expected f to return a Tensor, or tuples, lists and dicts of Tensors, "
+                            f"got {type(o).__name__}" + ("" if spec is None else f" in a {type(out).__name__}"))
+    return leaves, spec
 
 
 def _flatten_like(v, spec, outs, name, what):
     """The leaves of ``v``, which must have ``f``'s output structure ``spec`` and shapes."""
-    try:
-        leaves, s = _flatten(v, name)
-    except TypeError:
-        leaves, s = None, None
-    if leaves is None or _shape_of(s) != _shape_of(spec):
-        raise TypeError(f"{name}: expected a {what} shaped like f's output (a Tensor, or a tuple as f returned), "
-                        f"got {type(v).__name__}")
+    leaves = _leaves_as(v, spec)
+    if leaves is None or not all(isinstance(c, Tensor) or _is_sparse(c) for c in leaves):
+        raise TypeError(f"{name}: expected a {what} shaped like f's output (a Tensor, or the tuples, lists and "
+                        f"dicts f returned), got {type(v).__name__}")
     for k, (c, o) in enumerate(zip(leaves, outs, strict=True)):
         if c.shape != o.shape:
             raise ValueError(f"{name}: {what} {k} has shape {c.shape}, but f's output {k} has shape {o.shape}")
     return leaves
-
-
-def _shape_of(spec):
-    return None if spec is None else tuple(_shape_of(s) for _, s in spec[1])
 
 
 def _map(fn, obj):

@@ -134,6 +134,20 @@ def test_hessian_tour(tmp_path):
         assert (tmp_path / "h.png").stat().st_size > 0
 
 
+@pytest.mark.skipif(not _has("sklearn"), reason="per_sample_grads trains on scikit-learn's bundled digits")
+def test_per_sample_grads():
+    # vmap(grad) per example with DP-SGD clipping, and a five-model ensemble (stack_module_state)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an op still on vmap's per-element fallback is allowed here
+        res = load("per_sample_grads").main(steps=40, ensemble_steps=40, limit=400, log=None)
+    assert res["sum_check"] < 1e-5  # the per-example gradients add up to the batch's
+    assert res["dp_accuracy"] > 0.5 and len(res["grad_norms"]) == 40
+    assert len(res["member_accuracies"]) == 5 and min(res["member_accuracies"]) > 0.5
+    assert res["ensemble_accuracy"] > 0.5
+
+
 # -- the convolution and transformer examples ------------------------------------------------------
 
 def _quiet(*args):

@@ -459,8 +459,8 @@ def test_zero_size_inputs_and_outputs():
 
 
 def test_one_pass_per_element():
-    # jacrev: one reverse pass per output element; jacfwd: one forward pass per input element;
-    # jvp: one forward pass and no reverse pass
+    # jacrev: one forward, one (batched) reverse pass for all output elements; jacfwd: one forward
+    # pass carrying a batch of tangents, one per input element; jvp: one forward pass, no reverse pass
     calls = {"forward": 0, "backward": 0, "jvp": 0}
 
     class Square(mg.autograd.Function):
@@ -485,10 +485,14 @@ def test_one_pass_per_element():
     x = mg.tensor([1.0, 2.0, 3.0], dtype=mg.float64)
     f = lambda x: Square.apply(x)[:2] * 3  # noqa: E731
     np.testing.assert_allclose(to_np(F.jacrev(f)(x)), [[6, 0, 0], [0, 12, 0]])
-    assert calls == {"forward": 1, "backward": 2, "jvp": 0}
+    assert calls == {"forward": 1, "backward": 1, "jvp": 0}
     calls.update(forward=0, backward=0)
     np.testing.assert_allclose(to_np(F.jacfwd(f)(x)), [[6, 0, 0], [0, 12, 0]])
-    assert calls == {"forward": 3, "backward": 0, "jvp": 3}
+    assert calls == {"forward": 1, "backward": 0, "jvp": 1}
+    calls.update(forward=0, jvp=0)
+    np.testing.assert_allclose(to_np(F.jacrev(f, chunk_size=1)(x)), [[6, 0, 0], [0, 12, 0]])
+    assert calls == {"forward": 1, "backward": 2, "jvp": 0}  # one reverse pass per chunk
+    calls.update(forward=0, backward=0)
     calls.update(forward=0, jvp=0)
     F.jvp(f, (x,), (x,))
     assert calls == {"forward": 1, "backward": 0, "jvp": 1}
@@ -527,8 +531,8 @@ def test_errors():
     with pytest.raises(TypeError, match=r"^func\.jvp: with has_aux=True, f must return a pair \(output, aux\), got "
                                         r"Tensor"):
         F.jvp(mg.sin, (x,), (x,), has_aux=True)
-    with pytest.raises(TypeError, match=r"^func\.jacfwd\(f\)\(\*args\): expected f to return a Tensor or a tuple of "
-                                        r"Tensors, got str"):
+    with pytest.raises(TypeError, match=r"^func\.jacfwd\(f\)\(\*args\): expected f to return a Tensor, or tuples, "
+                                        r"lists and dicts of Tensors, got str"):
         F.jacfwd(lambda x: "no")(x)
     _, fn = F.vjp(mg.sin, x)
     with pytest.raises(ValueError, match=r"^func\.vjp: vjp_fn: cotangent 0 has shape \(3,\), but f's output 0 has "

@@ -21,10 +21,11 @@ import numbers
 
 import numpy as np
 
+from .. import _batched
 from .. import creation
 from ..creation import as_tensor
 from ..ops import matmul as _la
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap
 from .activations import elu, gelu, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus, tanh
 from .conv import batch_norm, conv1d, conv2d, conv_transpose2d
 from .losses import (
@@ -88,7 +89,8 @@ def dropout(x, p: float = 0.5, training: bool = True):
     if p == 1.0:
         return x * 0.0
     # a captured step (mg.compile) draws a fresh mask on each replay, as eager does
-    return x * creation.dropout_mask(x.shape, p, x.data.dtype, x.device)
+    mask = creation.dropout_mask(x.shape, p, x.data.dtype, x.device)
+    return x * (wrap(mask) if _batched.is_batched(mask) else mask)  # vmap(randomness="different"): a mask each
 
 
 def layer_norm(x, normalized_shape, weight=None, bias=None, eps: float = 1e-5):

@@ -20,6 +20,7 @@ import numbers
 
 import numpy as np
 
+from .. import _batched
 from .. import backend as _be
 from ..ops import elementwise as _ew
 from ..ops import losses as _nn
@@ -92,20 +93,23 @@ def _targets(target, n, c, op, xd, ignore_index=None):
         )
     if tuple(td.shape) != (n,):
         raise ValueError(f"{op}: input of shape {tuple(xd.shape)} needs a target of shape ({n},), got {tuple(td.shape)}")
-    if xd.__class__ is np.ndarray or _be.array_module(xd) is np:
+    if _batched.is_batched(td):  # vmap: each element's targets (checked all at once below)
+        pass
+    elif xd.__class__ is np.ndarray or _be.array_module(xd) is np:
         td = np.asarray(td)
     elif not _be.is_cupy_array(td):
         td = _be.to_device(np.asarray(td), _be.device_of(xd))  # a host list or array, moved explicitly
     if not n:
         return td
     # one pass: viewed as unsigned integers, negative targets are huge too
-    big = td.view(_UNSIGNED[td.dtype.itemsize]) if td.dtype.kind == "i" else td
+    every = _batched.innermost(td)
+    big = every.view(_UNSIGNED[td.dtype.itemsize]) if td.dtype.kind == "i" else every
     if ignore_index is None:
         if int(big.max()) < c:
             return td
         bad = td
     else:
-        bad = td[(big >= c) & (td != ignore_index)]
+        bad = every[(big >= c) & (every != ignore_index)]
         if not bad.size:
             return td
     lo, hi = int(bad.min()), int(bad.max())
@@ -236,7 +240,7 @@ def cross_entropy(input, target, weight=None, ignore_index: int = -100, reductio
     if soft:
         return _soft_loss(_red.log_softmax(x, 1), target, weight, reduction, label_smoothing, op)
     td = _targets(target, n, c, op, x.data, ignore_index)
-    if weight is None and not label_smoothing and not (n and bool((td == ignore_index).any())):
+    if weight is None and not label_smoothing and not (n and bool((_batched.innermost(td) == ignore_index).any())):
         # a target Tensor is saved itself by the fused op: changing it in place before backward is refused
         return _nn.cross_entropy_op(x, target if isinstance(target, Tensor) else td, reduction)
     return _class_loss(_red.log_softmax(x, 1), td, weight, ignore_index, reduction, label_smoothing, op)
