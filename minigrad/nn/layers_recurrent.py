@@ -63,32 +63,35 @@ def _lstm_scan_fwd(xp, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
     (T, B, in) from the state ``h0``, ``c0`` (B, H). The gates are outputs so that the rules read them
     (a recomputation would cost two products as large as the forward's). The input's projection is one
     product; each step is one product and one tanh for the four gates (each sigmoid as minigrad's own,
-    ``tanh(a / 2) / 2 + 1 / 2``: the halving is folded into the weights, exactly)."""
+    ``tanh(a / 2) / 2 + 1 / 2``: the halving is folded into the weights, exactly). It writes in place only
+    into arrays made from the step's own values, and stacks the steps at the end, so that vmap batches it."""
     hid = w_hh.shape[1]
     half = xp.concatenate([xp.full(2 * hid, 0.5, dtype=w_hh.dtype), xp.ones(hid, dtype=w_hh.dtype),
                            xp.full(hid, 0.5, dtype=w_hh.dtype)])  # g's pre-activation goes to tanh as it is
-    gi = _linear_fwd(xp, x, w_ih, b_ih)  # (T, B, 4H), a fresh array
-    if b_hh is not None:
-        gi += b_hh
+    gi = _linear_fwd(xp, x, w_ih, None if b_ih is None else b_ih + b_hh)  # (T, B, 4H), fresh: halved in place
     gi *= half
     w_half = w_hh * half[:, None]
-    steps, batch = gi.shape[:2]
-    y = xp.empty((6, steps, batch, hid), dtype=gi.dtype)
-    for t in range(steps):
-        a = xp.matmul(y[0, t - 1] if t else h0, w_half.T)
-        a += gi[t]
+    hid2, hid3 = 2 * hid, 3 * hid
+    h, c = h0, c0
+    hs, cs, ig, fg, gg, og = [], [], [], [], [], []
+    for t in range(gi.shape[0]):  # in place only into a fresh array that holds the step's batch (vmap's rule)
+        a = xp.matmul(h, w_half.T) + gi[t]
         xp.tanh(a, out=a)
-        gates = y[2:, t]  # (4, B, H): i, f, g, o
-        four = a.reshape(batch, 4, hid).transpose(1, 0, 2)
-        xp.multiply(four, 0.5, out=gates)
-        gates += 0.5
-        gates[2] = four[2]
-        c = y[1, t]
-        xp.multiply(gates[1], y[1, t - 1] if t else c0, out=c)
-        c += gates[0] * gates[2]
-        xp.tanh(c, out=y[0, t])
-        y[0, t] *= gates[3]
-    return y
+        s = a * 0.5
+        s += 0.5  # i, f and o (s's g columns are not read)
+        i, f, g, o = s[:, :hid], s[:, hid:hid2], a[:, hid2:hid3], s[:, hid3:]
+        c = f * c
+        c += i * g
+        h = xp.tanh(c)
+        h *= o
+        hs.append(h)
+        cs.append(c)
+        ig.append(i)
+        fg.append(f)
+        gg.append(g)
+        og.append(o)
+    y = xp.stack(hs + cs + ig + fg + gg + og)
+    return y.reshape((6, len(hs)) + y.shape[1:])
 
 
 def _lstm_scan_rule(ctx, gy):
