@@ -1,6 +1,6 @@
 """A character-level LSTM learns the same short story as char_transformer.py, and beats a bigram model.
 
-    python examples/char_rnn.py                         # 200 steps, about 45 s on one core
+    python examples/char_rnn.py                         # 200 steps, about 15 s on one core
     python examples/char_rnn.py --layers 1 --hidden 256 --sample 400
 
 The text is examples/data/tiny.txt, loaded by char_transformer.py's ``load_text`` (its last tenth

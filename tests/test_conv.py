@@ -339,6 +339,27 @@ def test_erfc_fallback_matches_math_erfc():
     assert _erfc_cody(mg.tensor(z.astype(np.float32)).data).dtype == np.float32
 
 
+def test_float32_normal_cdf_is_float32_accurate():
+    # float32 GELU computes Phi in float32 array calls (erfcc), not SciPy's float64 per element
+    from minigrad.nn.activations import _normal_cdf
+
+    x = np.concatenate([np.linspace(-14, 9, 200001), [0.0, -0.0, 1e30, -1e30, np.inf, -np.inf]]).astype(np.float32)
+    ref = np.array([0.5 * math.erfc(-float(v) / math.sqrt(2)) for v in x[:-2]] + [1.0, 0.0])
+    got = _normal_cdf(np, x)
+    assert got.dtype == np.float32
+    near = np.abs(x) < 3
+    np.testing.assert_allclose(got[near], ref[near], rtol=2e-6, atol=0)
+    np.testing.assert_allclose(got, ref, rtol=3e-5, atol=1e-44)  # relative in the far tail too
+    assert np.isnan(_normal_cdf(np, np.array([np.nan], np.float32)))[0]
+    # and the float32 GELU layer against the float64 one, values and gradients
+    a = np.random.default_rng(11).standard_normal((4, 50)) * 4
+    x32, x64 = leaf_of(a.astype(np.float32)), leaf_of(a)
+    F.gelu(x32).sum().backward()
+    F.gelu(x64).sum().backward()
+    close(F.gelu(x32), to_np(F.gelu(x64)), 2e-6)
+    close(x32.grad, to_np(x64.grad), 2e-6)
+
+
 def test_gelu_silu_gradgradcheck():
     x = leaf_of(np.random.default_rng(9).standard_normal(7) * 3)
     for f in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu):

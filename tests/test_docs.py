@@ -252,3 +252,51 @@ def test_the_guide_s_new_op_runs_in_both_modes():
     assert at, "docs/architecture.md: the sumsq row of 'Adding an op' is not run (or not under a scratch name)"
     check = blocks[at[0] + 1]
     assert "jvp=" in blocks[at[0]] and "sumsq(" in check and 'modes=("rev", "fwd"), order=2' in check
+
+
+# -- docs/pytorch.md's table of PyTorch names, written from the registry by scripts/pytorch_table.py ---------
+
+
+def _pytorch_table():
+    import importlib.util  # noqa: PLC0415
+
+    spec = importlib.util.spec_from_file_location("pytorch_table", ROOT / "scripts" / "pytorch_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_pytorch_table_is_what_the_registry_gives():
+    torch = pytest.importorskip("torch")
+    script = _pytorch_table()
+    text = (DOCS / "pytorch.md").read_text(encoding="utf-8")
+    assert script.rewritten(text, torch) == text, (
+        "docs/pytorch.md's table of PyTorch names is stale (an op was added, renamed or given a torch oracle): "
+        "run `python scripts/pytorch_table.py`")
+    rows = script.rows(torch)  # a name PyTorch spells otherwise is found through the op's oracle
+    assert any(("torch", "clamp") in theirs and ("mg", "clip") in ours for theirs, ours in rows)
+    assert any(("torch", "cat") in theirs and ("mg", "concatenate") in ours for theirs, ours in rows)
+
+
+def test_names_with_two_meanings_stay_listed_by_hand():
+    # split, sort, median, unique and repeat mean different things in NumPy and PyTorch: the hand-written
+    # sections of docs/pytorch.md say which spelling gives which (the generated table alone would not)
+    script = _pytorch_table()
+    text = (DOCS / "pytorch.md").read_text(encoding="utf-8")
+    by_hand = text.split(script.BEGIN)[0] + text.split(script.END)[1]
+    spans = " ".join(_SPAN.findall(_FENCE.sub("", by_hand)))
+    for name in ("split", "sort", "median", "unique", "repeat"):
+        assert re.search(rf"\b{name}\b", spans), f"docs/pytorch.md no longer says what {name} gives in each library"
+
+
+def test_the_table_script_check_fails_on_a_stale_table(tmp_path, monkeypatch, capsys):
+    torch = pytest.importorskip("torch")
+    script = _pytorch_table()
+    page = tmp_path / "pytorch.md"
+    good = script.rewritten((DOCS / "pytorch.md").read_text(encoding="utf-8"), torch)
+    page.write_text(good.replace("| `torch.gather`, `t.gather` | `mg.gather`, `t.gather` |\n", ""), encoding="utf-8")
+    monkeypatch.setattr(script, "DOC", page)
+    monkeypatch.setattr(script, "REPO", tmp_path)
+    assert script.main(["--check"]) == 1 and "python scripts/pytorch_table.py" in capsys.readouterr().err
+    assert script.main([]) == 0 and page.read_text(encoding="utf-8") == good
+    assert script.main(["--check"]) == 0

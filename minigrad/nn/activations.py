@@ -4,8 +4,9 @@
 (their layers are in ``layers_activation.py``).
 
 ``gelu`` (exact) is ``x * Phi(x)`` with ``Phi`` the normal CDF: an op (``normal_cdf``) computed
-from a Cody rational approximation of ``erfc`` (accurate to a few ulps in float64), whose
-gradient ``exp(-x^2 / 2) / sqrt(2 pi)`` is an array-API rule like every other.
+from SciPy's ``erfc`` where installed, else a Cody rational approximation (accurate to a few ulps in
+float64), and for float32 NumPy arrays from a float32 one in float32 array calls (``_normal_cdf32``);
+its gradient ``exp(-x^2 / 2) / sqrt(2 pi)`` is an array-API rule like every other.
 
 ``minigrad.nn.functional`` exports these names; ``gelu`` and ``silu`` are composites
 (``@composite``), gradchecked and gradgradchecked by the registry test from their samples.
@@ -93,7 +94,43 @@ def _erfc_array(x):
     return _erfc_cody(x)
 
 
+# Numerical Recipes' erfcc (Chebyshev-fitted: erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), fractional
+# error below 1.2e-7 everywhere), its constant term shifted by log(1/2): t exp(...) is then erfc(z) / 2
+_ERFCC = (-1.26551223 + math.log(0.5), 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+          -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+
+
+def _normal_cdf32(xp, x):
+    """Phi(x) for a float32 array, in float32 array calls (erfcc above, in place): 1.3e-6 relative at worst
+    for |x| < 3 (float32's rounding of x / sqrt 2, as SciPy's erfc of that argument has), 2e-5 in the far
+    tail, where Phi(x) is below 1e-30. SciPy's erfc computes float32 one element at a time in float64:
+    three times as long."""
+    one = x.dtype.type
+    z = xp.abs(x)
+    z *= one(1 / math.sqrt(2.0))
+    xp.minimum(z, one(11), out=z)  # erfc(11) / 2 is below float32's smallest number; z * z never overflows
+    t = z + one(2)
+    xp.divide(one(2), t, out=t)
+    p = t * one(_ERFCC[9])
+    for c in _ERFCC[8:0:-1]:
+        p += one(c)
+        p *= t
+    p += one(_ERFCC[0])
+    z *= z
+    p -= z
+    xp.exp(p, out=p)
+    p *= t  # Phi(-|x|)
+    s = (x > 0).astype(x.dtype)  # Phi(x) = p + s (1 - 2 p): arithmetic, as a branch per element costs more
+    w = s * one(-2)
+    w += one(1)
+    p *= w
+    p += s
+    return p
+
+
 def _normal_cdf(xp, x):
+    if x.dtype == np.float32 and xp is np:
+        return _normal_cdf32(xp, x)
     return 0.5 * _erfc_array(x * -(1.0 / math.sqrt(2.0)))
 
 

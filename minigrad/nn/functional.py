@@ -246,7 +246,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
                          "do not fit (query and key share the last dim, key and value the one before)")
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    scores = (q @ k.swapaxes(-2, -1)) * scale
+    scores = (q * scale) @ k.swapaxes(-2, -1)  # the query scaled: (L, E), not the (L, S) scores
     if is_causal:
         if attn_mask is not None:
             raise ValueError("scaled_dot_product_attention: pass attn_mask or is_causal=True, not both")
@@ -255,9 +255,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         m = attn_mask.data if isinstance(attn_mask, Tensor) else attn_mask
         if not hasattr(m, "dtype"):
             m = np.asarray(m)
-        if m.dtype == np.bool_:
+        if m.dtype == np.bool_:  # as PyTorch: added as a bias of 0 and -inf (one addition, the gradient passes)
             keep = attn_mask if isinstance(attn_mask, Tensor) else Tensor(m, device=scores.device)
-            scores = _ew.where(keep, scores, -math.inf)
+            scores = scores + _ew.where(keep, 0.0, -math.inf).astype(scores.dtype)
         else:
             scores = scores + attn_mask
     w = scores.softmax(dim=-1)

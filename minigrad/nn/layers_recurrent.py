@@ -3,8 +3,12 @@
 gate order (LSTM: i, f, g, o; GRU: r, z, n) and initialisation (every parameter ~ U(-1/sqrt(hidden),
 1/sqrt(hidden))), so a ``state_dict`` moves between the two by name.
 
-Made of recorded ops (linear, sigmoid, tanh, stack, concatenate, indexing) and a Python loop over
-the time steps: no backward rule of their own, so gradients of any order in both modes.
+The cells, ``RNN`` and ``GRU`` are made of recorded ops (linear, sigmoid, tanh, stack, concatenate,
+indexing) and a Python loop over the time steps: no backward rule of their own. ``LSTM`` runs each
+layer and direction as one op, ``lstm_scan`` (PyTorch's LSTM is one fused kernel too): its forward
+loops over the steps on arrays and returns every step's states and gates, and its rules read the gates
+there and are written in the array API like every other (backpropagation through time, and its
+forward-mode tangent), so gradients of any order in both modes.
 
 >>> lstm = mg.nn.LSTM(4, 8, num_layers=2, batch_first=True)
 >>> out, (h, c) = lstm(mg.randn(3, 5, 4))
@@ -18,6 +22,9 @@ import numbers
 import warnings
 
 from .. import creation as _creation
+from ..engine import run_op
+from ..ops._registry import Sample, defop
+from ..ops.matmul import _linear_fwd, mixed_floats
 from ..ops.shape import concatenate, stack
 from ..tensor import Tensor
 from . import functional as F
@@ -46,6 +53,141 @@ def _step(mode, gi, h, c, w_hh, b_hh):
         return (1 - z) * n + z * h, None
     pre = gi + gh
     return (pre.tanh() if mode == "RNN_TANH" else F.relu(pre)), None
+
+
+# -- lstm_scan: one LSTM layer in one direction as one op ---------------------------------------------
+
+
+def _lstm_scan_fwd(xp, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
+    """Every step's states and gates, ``(6, T, B, H)``: h, c, i, f, g, o (the gates activated) of input ``x``
+    (T, B, in) from the state ``h0``, ``c0`` (B, H). The gates are outputs so that the rules read them
+    (a recomputation would cost two products as large as the forward's). The input's projection is one
+    product; each step is one product and one tanh for the four gates (each sigmoid as minigrad's own,
+    ``tanh(a / 2) / 2 + 1 / 2``: the halving is folded into the weights, exactly). It writes in place only
+    into arrays made from the step's own values, and stacks the steps at the end, so that vmap batches it."""
+    hid = w_hh.shape[1]
+    half = xp.concatenate([xp.full(2 * hid, 0.5, dtype=w_hh.dtype), xp.ones(hid, dtype=w_hh.dtype),
+                           xp.full(hid, 0.5, dtype=w_hh.dtype)])  # g's pre-activation goes to tanh as it is
+    gi = _linear_fwd(xp, x, w_ih, None if b_ih is None else b_ih + b_hh)  # (T, B, 4H), fresh: halved in place
+    gi *= half
+    w_half = w_hh * half[:, None]
+    hid2, hid3 = 2 * hid, 3 * hid
+    h, c = h0, c0
+    hs, cs, ig, fg, gg, og = [], [], [], [], [], []
+    for t in range(gi.shape[0]):  # in place only into a fresh array that holds the step's batch (vmap's rule)
+        a = xp.matmul(h, w_half.T) + gi[t]
+        xp.tanh(a, out=a)
+        s = a * 0.5
+        s += 0.5  # i, f and o (s's g columns are not read)
+        i, f, g, o = s[:, :hid], s[:, hid:hid2], a[:, hid2:hid3], s[:, hid3:]
+        c = f * c
+        c += i * g
+        h = xp.tanh(c)
+        h *= o
+        hs.append(h)
+        cs.append(c)
+        ig.append(i)
+        fg.append(f)
+        gg.append(g)
+        og.append(o)
+    y = xp.stack(hs + cs + ig + fg + gg + og)
+    return y.reshape((6, len(hs)) + y.shape[1:])
+
+
+def _lstm_scan_rule(ctx, gy):
+    """Backpropagation through time, with the gates read from the output: the one sequential part is a
+    product with ``w_hh`` per step; the weights' gradients are one product each over all the steps."""
+    xp, p = ctx.xp, ctx.parents
+    x, h0, c0, w_ih, w_hh, *b = ctx.saved
+    y = ctx.out
+    steps, batch, n_in = x.shape
+    hid = w_hh.shape[1]
+    hs, cs, i, f, g, o = (y[k] for k in range(6))
+    hprev = xp.concatenate([h0.reshape((1,) + tuple(h0.shape)), hs[:-1]], axis=0)
+    cprev = xp.concatenate([c0.reshape((1,) + tuple(c0.shape)), cs[:-1]], axis=0)
+    tc = xp.tanh(cs)
+    k = o * (1 - tc * tc)  # d h_t / d c_t
+    slopes = xp.concatenate([i * (1 - i), f * (1 - f), 1 - g * g, o * (1 - o)], axis=-1)
+    # each step's pre-activation gradient: [dc, dc, dc, dh] * m_t, and the gates' own gradients through their slopes
+    m = xp.concatenate([g, cprev, i, tc], axis=-1) * slopes
+    own = xp.concatenate([gy[2], gy[3], gy[4], gy[5]], axis=-1) * slopes
+    dh = dc = None
+    das = [None] * steps
+    for t in range(steps - 1, -1, -1):
+        dh = gy[0, t] if dh is None else gy[0, t] + dh
+        dc = gy[1, t] + dh * k[t] if dc is None else gy[1, t] + dc + dh * k[t]
+        das[t] = da = xp.concatenate([dc, dc, dc, dh], axis=-1) * m[t] + own[t]
+        dc = dc * f[t]
+        dh = xp.matmul(da, w_hh)
+    da = xp.stack(das).reshape((steps * batch, 4 * hid))
+    gx = xp.matmul(da, w_ih).reshape((steps, batch, n_in)) if p[0] is not None else None
+    gw_ih = xp.matmul_tn(da, x.reshape((steps * batch, n_in))) if p[3] is not None else None
+    gw_hh = xp.matmul_tn(da, hprev.reshape((steps * batch, hid))) if p[4] is not None else None
+    gb = da.sum(axis=0) if b and (p[5] is not None or p[6] is not None) else None
+    return (gx, dh if p[1] is not None else None, dc if p[2] is not None else None, gw_ih, gw_hh) + \
+        ((gb, gb) if b else ())
+
+
+def _lstm_scan_jvp(ctx, tx, th0, tc0, tw_ih, tw_hh, tb_ih=None, tb_hh=None):
+    """The tangent of the states and gates, step by step: each step's pre-activation tangent is the part
+    that does not go through the recurrence (every step at once) plus the previous hidden state's tangent
+    times ``w_hh``."""
+    xp = ctx.xp
+    x, h0, c0, w_ih, w_hh, *b = ctx.args
+    y = ctx.out
+    hid = w_hh.shape[1]
+    hs, cs, i, f, g, o = (y[k] for k in range(6))
+    hprev = xp.concatenate([h0.reshape((1,) + tuple(h0.shape)), hs[:-1]], axis=0)
+    cprev = xp.concatenate([c0.reshape((1,) + tuple(c0.shape)), cs[:-1]], axis=0)
+    tc = xp.tanh(cs)
+    k = o * (1 - tc * tc)
+    slopes = xp.concatenate([i * (1 - i), f * (1 - f), 1 - g * g, o * (1 - o)], axis=-1)
+    pa = None  # the input's, the weights' and the biases' part, every step at once
+    for v in (None if tx is None else xp.linear(tx, w_ih), None if tw_ih is None else xp.linear(x, tw_ih),
+              None if tw_hh is None else xp.linear(hprev, tw_hh), tb_ih, tb_hh):
+        if v is not None:
+            pa = v if pa is None else pa + v
+    if pa is not None and pa.ndim == 1:  # the biases' alone
+        pa = xp.broadcast_to(pa, x.shape[:2] + pa.shape)
+    dh = xp.zeros_like(h0) if th0 is None else th0
+    dc = xp.zeros_like(c0) if tc0 is None else tc0
+    out = []
+    for t in range(x.shape[0]):
+        da = xp.matmul(dh, w_hh.T)
+        if pa is not None:
+            da = da + pa[t]
+        da = da * slopes[t]  # the gates' tangents
+        di, df, dg, do = (da[..., j * hid:(j + 1) * hid] for j in range(4))
+        dc = df * cprev[t] + f[t] * dc + di * g[t] + i[t] * dg
+        dh = do * tc[t] + k[t] * dc
+        out.append(xp.stack([dh, dc, di, df, dg, do]))
+    return xp.stack(out, axis=1)
+
+
+def _lstm_scan_torch(th, x, h0, c0, w_ih, w_hh, b_ih=None, b_hh=None):
+    h, c, steps = h0, c0, []
+    for xt in x:
+        a = xt @ w_ih.T + h @ w_hh.T
+        if b_ih is not None:
+            a = a + b_ih + b_hh
+        i, f, g, o = a.chunk(4, -1)
+        i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+        c = f * c + i * g
+        h = o * c.tanh()
+        steps.append(th.stack([h, c, i, f, g, o]))
+    return th.stack(steps, 1)
+
+
+def _lstm_scan_samples(rng):
+    def r(*shape):
+        return rng.standard_normal(shape) * 0.7
+
+    return [Sample(r(3, 2, 3), r(2, 2), r(2, 2), r(8, 3), r(8, 2), r(8), r(8)),
+            Sample(r(2, 1, 2), r(1, 3), r(1, 3), r(12, 2), r(12, 3))]
+
+
+LSTM_SCAN = defop("lstm_scan", _lstm_scan_fwd, _lstm_scan_rule, save=(0, ...), save_out=True, kind="other",
+                  jvp=_lstm_scan_jvp, torch=_lstm_scan_torch, samples=_lstm_scan_samples)
 
 
 def _mode(name, nonlinearity):
@@ -153,9 +295,18 @@ class _RNNBase(Module):
             outs = []
             for d in range(dirs):
                 w_ih, w_hh, b_ih, b_hh = self._weights(layer, d)
-                gi = F.linear(x, w_ih, b_ih)  # every step's input projection at once
                 k = layer * dirs + d
-                h, c = h0[k], (c0[k] if lstm else None)
+                if lstm:  # one op for the layer's steps: its states and gates (6, T, B, H)
+                    if x.dtype != w_ih.dtype:
+                        raise mixed_floats(name, x.dtype, w_ih.dtype, "the weights")
+                    ws = (w_ih, w_hh) if b_ih is None else (w_ih, w_hh, b_ih, b_hh)
+                    y = run_op(LSTM_SCAN, x.flip(0) if d else x, h0[k], c0[k], *ws)[:2]  # h and c
+                    outs.append(y[0].flip(0) if d else y[0])
+                    hs.append(y[0, -1])
+                    cs.append(y[1, -1])
+                    continue
+                gi = F.linear(x, w_ih, b_ih)  # every step's input projection at once
+                h, c = h0[k], None
                 seq = [None] * steps
                 for t in (range(steps - 1, -1, -1) if d else range(steps)):
                     h, c = _step(self.mode, gi[t], h, c, w_hh, b_hh)
