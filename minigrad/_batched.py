@@ -202,6 +202,17 @@ class BatchedArray:
     def to_settle(self, keep):
         return to_settle(self, keep)
 
+    def view_positions_in(self, b, view_positions):
+        """kernels.view_positions of this batched view in the batched base ``b``: each element's
+        positions in its own base (the physical ones, less each element's start)."""
+        pos = view_positions(self.p, b.p)
+        n = pos.shape[0]
+        first = _mod(pos).arange(n, dtype=np.int64).reshape((n,) + (1,) * (pos.ndim - 1)) * b.size
+        pos = pos - first
+        if pos.__class__ is not BatchedArray and bool((pos == pos[:1]).all()):
+            return pos[0]  # the same view of every element (the usual case): one set of positions
+        return BatchedArray(self.level, pos)
+
     @property
     def batch_namespace(self):
         p = self.p
@@ -1167,6 +1178,10 @@ class BatchedNamespace:
         fn = _routed(name, attr)
         self.__dict__[name] = fn
         return fn
+
+    def scatter_target(self, target, index, values):
+        """kernels.index_add's arguments on the physical arrays (a batched scatter as one scatter)."""
+        return scatter_target(target, index, values)
 
 
 class _SubNamespace:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _batched
 from . import backend as _be
 from .backend import array_module
 
-_BatchedArray = _batched.BatchedArray
 # dtypes cupyx.scatter_add takes (CUDA atomicAdd); others are routed through one of these
 _ATOMIC_ADD = frozenset(np.dtype(t) for t in (np.int32, np.uint32, np.uint64, np.float16, np.float32, np.float64))
 
@@ -24,9 +22,11 @@ def index_add(xp, target, index, values) -> None:
     if xp is np:
         np.add.at(target, index, values)
         return
-    if target.__class__ is _BatchedArray or isinstance(xp, _batched.BatchedNamespace):
-        # vmap (a batched target, or the namespace of an op with batched arrays): each element's own scatter
-        index_add(*_batched.scatter_target(target, index, values))  # one scatter on the physical arrays
+    batched = getattr(target, "batch_namespace", None) or (xp if hasattr(xp, "scatter_target") else None)
+    if batched is not None:
+        # vmap (a batched target, or the namespace of an op with batched arrays, _batched.py): each element's
+        # own scatter, as one scatter on the physical arrays
+        index_add(*batched.scatter_target(target, index, values))
         return
     dt = target.dtype
     if dt in _ATOMIC_ADD:
@@ -113,14 +113,8 @@ def overlapping(a) -> bool:
 
 def view_positions(v, b):
     """Flat (C-order) index in ``b`` of every element of its view ``v``: an int64 array of ``v``'s shape."""
-    if v.__class__ is _BatchedArray:  # vmap: each element's view in its own base (the physical index, less its start)
-        pos = view_positions(v.p, b.p)
-        n = pos.shape[0]
-        first = _batched._mod(pos).arange(n, dtype=np.int64).reshape((n,) + (1,) * (pos.ndim - 1)) * b.size
-        pos = pos - first
-        if pos.__class__ is not _BatchedArray and bool((pos == pos[:1]).all()):
-            return pos[0]  # the same view of every element (the usual case): one set of positions
-        return _BatchedArray(v.level, pos)
+    if getattr(v, "vmap_levels", None):  # vmap: each element's view in its own base (_batched.py)
+        return v.view_positions_in(b, view_positions)
     xp = _be.array_module(b)
     isz = b.itemsize
     if v.size == 0:
