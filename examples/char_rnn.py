@@ -98,9 +98,10 @@ def sample(model, vocab: Chars, prompt: str, length: int, temperature: float = 0
 
 def main(steps: int = STEPS, batch: int = 16, context: int = 64, embed: int = 32, hidden: int = 128,
          layers: int = 2, dropout: float = 0.2, lr: float = 3e-3, seed: int = 0, eval_every: int = 50,
-         sample_len: int = 300, threads: int | None = 1, log=print) -> dict:
+         sample_len: int = 300, threads: int | None = 1, compile: bool = False, log=print) -> dict:  # noqa: A002
     """Train and report; returns {"held_out_loss", "bigram_loss", "losses", "held_out", "sample",
-    "seconds", "model", "optimizer"}."""
+    "seconds", "model", "optimizer", "compile_stats"}. ``compile``: capture the training step with
+    ``mg.compile``."""
     vocab, train_ids, held_ids = load_text()
     context = min(context, len(held_ids) - 2)
     bigram = bigram_loss(train_ids, held_ids, len(vocab))
@@ -111,18 +112,24 @@ def main(steps: int = STEPS, batch: int = 16, context: int = 64, embed: int = 32
     log(f"model: embedding {embed} -> LSTM {layers} x {hidden} -> linear, windows of {context}: "
         f"{model.num_parameters()} parameters")
     opt = mg.optim.Adam(model.parameters(), lr=lr)
+
+    def train_step(x, y):  # the batch comes in as arguments: a compiled step replays on what it is given
+        opt.zero_grad()
+        loss = loss_of(model, x, y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        return loss
+
+    train_step = mg.compile(train_step) if compile else train_step
     rng = np.random.default_rng(seed)
     losses, held = [], []
     t0 = time.perf_counter()
     with blas_threads(threads):
         for step in range(1, steps + 1):
             x, y = batches(train_ids, context, batch, rng)
-            opt.zero_grad()
-            loss = loss_of(model, mg.tensor(x), mg.tensor(y))
-            loss.backward()
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            losses.append(loss.item())
+            loss = train_step(mg.tensor(x), mg.tensor(y))
+            losses.append(loss.item())  # outside the step: a compiled step cannot read values
             if step % eval_every == 0 or step == steps:
                 held.append(eval_loss(model, held_ids, context))
                 log(f"step {step:5d}  train {np.mean(losses[-eval_every:]):.4f}  held-out {held[-1]:.4f}  "
@@ -135,7 +142,8 @@ def main(steps: int = STEPS, batch: int = 16, context: int = 64, embed: int = 32
     log(f"trained {steps} steps in {dt:.1f}s ({dt / max(steps, 1) * 1e3:.1f} ms/step)")
     log(f"final held-out loss {held[-1]:.4f} {verdict} the bigram baseline {bigram:.4f}")
     return {"held_out_loss": held[-1], "bigram_loss": bigram, "losses": losses, "held_out": held,
-            "sample": text, "seconds": dt, "model": model, "optimizer": opt}
+            "sample": text, "seconds": dt, "model": model, "optimizer": opt,
+            "compile_stats": train_step.stats if compile else None}
 
 
 if __name__ == "__main__":
@@ -152,6 +160,7 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=0, help="the batches, the initialisation and the sample")
     ap.add_argument("--sample", type=int, default=300, help="characters to generate at the end")
     ap.add_argument("--threads", type=int, default=1, help="BLAS threads while training (0: the library's default)")
+    ap.add_argument("--compile", action="store_true", help="capture the training step with mg.compile")
     a = ap.parse_args()
     main(steps=a.steps, batch=a.batch_size, context=a.context, embed=a.embed, hidden=a.hidden, layers=a.layers,
-         dropout=a.dropout, lr=a.lr, seed=a.seed, sample_len=a.sample, threads=a.threads or None)
+         dropout=a.dropout, lr=a.lr, seed=a.seed, sample_len=a.sample, threads=a.threads or None, compile=a.compile)
