@@ -14,6 +14,10 @@ class AxisError(MinigradError, IndexError, ValueError):
     """An axis out of range for a tensor's ndim (an IndexError and a ValueError, like NumPy's)."""
 
 
+class ComplexNotSupported(MinigradError, TypeError):
+    """A complex operand given to an op that refuses complex numbers (docs/complex.md lists them)."""
+
+
 # -- errors that name the public function the user called -------------------------------------
 
 NAMED_ERRORS = (TypeError, ValueError, IndexError, RuntimeError)

@@ -85,6 +85,10 @@ def _grad_transform(f, argnums, has_aux, fname, name=None):
         out, aux = _split_aux(res, has_aux, name)
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}: expected f(*args) to return a scalar Tensor, got {type(out).__name__}")
+        if out.dtype.kind == "c":
+            raise RuntimeError(f"{name}: f(*args) returned a complex Tensor ({out.dtype}); a gradient is of a real "
+                               "scalar: return a real function of it (.abs(), .real), or use func.vjp with a "
+                               "cotangent (docs/complex.md)")
         if out.ndim != 0 or out.dtype.kind != "f":
             what = f"a Tensor of shape {out.shape}" if out.ndim else f"a Tensor of dtype {out.dtype}"
             raise RuntimeError(f"{name}: expected f(*args) to return a scalar (0-d) float Tensor, got {what}; "
@@ -143,10 +147,11 @@ def jacrev(func, argnums=0, *, has_aux=False):
         name = "func.jacrev(f)(*args)"
         nums, single = _argnums(argnums, args, name)
         for i in nums:
-            _float_tensor(args[i], name, f"argument {i}", sparse=False)
+            _float_tensor(args[i], name, f"argument {i}", sparse=False, complex=False)
         xs, res, graph = _run_reverse(func, args, kwargs, nums, name)
         out, aux = _split_aux(res, has_aux, name)
         outs, spec = _flatten(out, name)
+        _real_outputs(outs, name)
         graph = _graph(graph, outs)
         jacs = []
         for o in outs:
@@ -258,7 +263,7 @@ def jacfwd(func, argnums=0, has_aux=False):
     def transformed(*args, **kwargs):
         name = "func.jacfwd(f)(*args)"
         nums, single = _argnums(argnums, args, name)
-        xs = [_float_tensor(args[i], name, f"argument {i}", sparse=False) for i in nums]
+        xs = [_float_tensor(args[i], name, f"argument {i}", sparse=False, complex=False) for i in nums]
         cols = [[] for _ in xs]  # per input, per element: the tangent of each output
         first = None  # the outputs' primals, structure and aux, from the first pass
         for j, (i, x) in enumerate(zip(nums, xs, strict=True)):
@@ -268,6 +273,7 @@ def jacfwd(func, argnums=0, has_aux=False):
                     a[i] = make_dual(x, e)
                     out, aux = _split_aux(func(*a, **kwargs), has_aux, name)
                     outs, spec = _flatten(out, name)
+                    _real_outputs(outs, name)
                     pairs = [unpack_dual(o) for o in outs]
                     if first is None:
                         first = [p for p, _ in pairs], spec, _map(_primal, aux)
@@ -479,15 +485,31 @@ def _argnums(argnums, args, name):
     return tuple(out), single
 
 
-def _float_tensor(x, name, what, sparse=True):
+def _float_tensor(x, name, what, sparse=True, complex=True):  # noqa: A002
     if _is_sparse(x) and not sparse:
         raise TypeError(f"{name}: {what} is a sparse tensor; a Jacobian is dense: pass its .to_dense(), or use "
                         "func.vjp / func.jvp, which take sparse primals and tangents")
     if not isinstance(x, Tensor) and not _is_sparse(x):
         raise TypeError(f"{name}: {what} is differentiated, so it must be a Tensor, got {type(x).__name__}")
-    if x.dtype.kind != "f":
-        raise TypeError(f"{name}: {what} has dtype {x.dtype}; only floating-point Tensors are differentiated")
+    if x.dtype.kind == "c" and not complex:
+        _no_complex_jacobian(name, what, x.dtype)
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"{name}: {what} has dtype {x.dtype}; only floating-point and complex Tensors are "
+                        "differentiated")
     return x
+
+
+def _real_outputs(outs, name):
+    for k, o in enumerate(outs):
+        if o.dtype.kind == "c":
+            _no_complex_jacobian(name, f"output {k}", o.dtype)
+
+
+def _no_complex_jacobian(name, what, dtype):
+    """A Jacobian of complex numbers has no one form (torch.func's jacrev and jacfwd refuse them too)."""
+    raise RuntimeError(f"{name}: {what} is complex ({dtype}); a Jacobian is taken of real inputs and outputs only, "
+                       "as torch.func's: differentiate the real pairs (mg.view_as_real / mg.view_as_complex), or "
+                       "use func.vjp / func.jvp, which take complex primals (docs/complex.md)")
 
 
 def _check_pairs(primals, tangents, name):

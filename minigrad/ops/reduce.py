@@ -146,7 +146,7 @@ def _sum_rule(ctx, g, axes, keepdims, dtype=None):
 
 SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", jvp=linear_jvp(0), info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
     Sample(rng.standard_normal((3, 4)), axes=(), keepdims=False)],
-    torch=lambda th, x, axes, keepdims, dtype=None: x.sum(dim=axes, keepdim=keepdims) if axes else x.clone())
+    torch=lambda th, x, axes, keepdims, dtype=None: x.sum(dim=axes, keepdim=keepdims) if axes else x.clone(), complex=True)
 
 
 @public(SUM, method="sum", numpy=(np.sum,))
@@ -190,7 +190,7 @@ def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
 
 
 @composite("sum_to", method="sum_to", kind="reduce",
-           samples=lambda rng: [Sample(rng.standard_normal((2, 3, 4)), (3, 1)), Sample(rng.standard_normal((3, 4)), (4,))])
+           samples=lambda rng: [Sample(rng.standard_normal((2, 3, 4)), (3, 1)), Sample(rng.standard_normal((3, 4)), (4,))], complex=True)
 @named("sum_to")
 def sum_to(x, shape):
     """The one inverse of broadcasting: sum ``x`` down to ``shape``.
@@ -210,7 +210,7 @@ def sum_to(x, shape):
 
 
 @composite("mean", method="mean", kind="reduce", numpy=(np.mean,),
-           samples=lambda rng: [Sample(rng.standard_normal((2, 3)), 1), Sample(rng.standard_normal((2, 3)))])
+           samples=lambda rng: [Sample(rng.standard_normal((2, 3)), 1), Sample(rng.standard_normal((2, 3)))], complex=True)
 @named("mean")
 def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
     """Arithmetic mean over the given axes (sum's axis rules); ints average to float64."""
