@@ -298,7 +298,7 @@ clone = row("clone", lambda xp, x: x.copy() if hasattr(x, "copy") else xp.array(
 
 ASTYPE = defop("astype", lambda xp, x, dtype: x.astype(dtype), lambda ctx, g, dtype: (g,),  # the engine casts back
                kind="elementwise", samples=lambda rng: [Sample(_r(rng, 3, 4), dtype=np.float64)], complex=True,
-               complex_samples=lambda rng: [Sample(_r(rng, 3, 4) + 1j * _r(rng, 3, 4), dtype=np.complex64),
+               complex_samples=lambda rng: [Sample(_r(rng, 3, 4) + 1j * _r(rng, 3, 4), dtype=np.complex128),
                                             Sample(_r(rng, 3, 4), dtype=np.complex128)])
 
 
