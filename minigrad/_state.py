@@ -88,6 +88,9 @@ def reset(token) -> None:
 # thread (an observer in the Mode, with ``captures = True``), like every other mode.
 # Speed: without it the MLP step costs 0.7% more instructions, past the 1% the core may cost.
 active = 0
+# How many vmap levels are open, in any thread (``_batched.py``): a hint for backward and forward
+# mode, whose rules then look for batched arrays among all their operands, not only the gradient.
+vmapping = 0
 
 
 def capture():

@@ -24,11 +24,17 @@ def array_module(*arrays):
         elif isinstance(a, np.ndarray):
             m = np
         else:
-            continue
+            m = getattr(a, "batch_namespace", None)  # a vmap level's array (_batched.py): its namespace
+            if m is None:
+                continue
         if xp is None:
             xp, first = m, a
         elif xp is not m:
-            raise RuntimeError(f"expected all arrays on one device, got {device_of(first)} and {device_of(a)}")
+            inner, other = getattr(m, "module", m), getattr(xp, "module", xp)
+            if inner is not other:
+                raise RuntimeError(f"expected all arrays on one device, got {device_of(first)} and {device_of(a)}")
+            if m is not inner:  # a batched array's namespace routes the plain arrays' calls too
+                xp, first = m, a
     return np if xp is None else xp
 
 
@@ -46,4 +52,6 @@ def shares_memory(a, b) -> bool:
 
 def device_of(a) -> str:
     """The device string of a backend array: 'cpu' or 'cuda:N'."""
+    while hasattr(a, "batch_namespace"):  # a vmap level's array: its physical array's device
+        a = a.p
     return f"cuda:{a.device.id}" if is_cupy_array(a) else "cpu"

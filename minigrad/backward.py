@@ -17,11 +17,12 @@ import numpy as np
 
 from . import _state
 from . import _xp
-from .engine import ArrayCtx, Node, _as_array, array_namespace, edge
+from .engine import OPS, ArrayCtx, Node, _as_array, array_namespace, edge, run_op
 from .tensor import Tensor, wrap
 
 _get_mode = _state.get
 _nd = np.ndarray
+_NO_LEVELS = frozenset()
 
 
 def run_backward(tensors, grads, retain_graph=False, create_graph=False, results=None):
@@ -154,8 +155,12 @@ def _rule(n, g, on_tensors):
     if on_tensors:
         return op.rule(n, g, **p)
     if op.rule_on_arrays:
-        xp = _NUMPY if isinstance(g, _nd) else array_namespace(_xp.array_module(g))
-        return op.rule(ArrayCtx(n, xp), g, **p)
+        ctx = ArrayCtx(n, None)
+        if _state.vmapping:  # vmap: a saved array may be batched where g is not
+            ctx.xp = array_namespace(_xp.array_module(*_arrays(g), *_arrays(ctx.saved), *_arrays((ctx.out,))))
+        else:
+            ctx.xp = _NUMPY if isinstance(g, _nd) else array_namespace(_xp.array_module(g))
+        return op.rule(ctx, g, **p)
     # a rule over Tensors only (autograd.Function): handed Tensors, its results taken back as arrays
     gt = [None if x is None else wrap(x) for x in g] if n.n_out != 1 else wrap(g)
     return tuple(None if r is None else r.data if isinstance(r, Tensor) else r for r in op.rule(n, gt, **p))
@@ -163,6 +168,10 @@ def _rule(n, g, on_tensors):
 
 _NONE: dict = {}
 _NUMPY = array_namespace(np)
+
+
+def _arrays(vs):
+    return [v for v in (vs if isinstance(vs, (list, tuple)) else (vs,)) if hasattr(v, "shape")]
 
 
 def _run_rule(n, g, on_tensors, results, observers):
@@ -204,6 +213,9 @@ def _send(n, grads, leaves, on_tensors, add):
             continue
         if not isinstance(gi, _nd):
             gi = _checked(n, gi, on_tensors)
+            if getattr(gi.data if on_tensors else gi, "vmap_levels", None):  # vmap: summed over the levels
+                keep = n.batch_levels.get(i, _NO_LEVELS) if n.batch_levels else _NO_LEVELS  # it was not batched at
+                gi = _settle_tensor(gi, keep) if on_tensors else gi.settle(keep)
         shape, dtype = meta[i]
         if gi.shape != shape:
             if not n.definition.broadcast:
@@ -218,6 +230,14 @@ def _send(n, grads, leaves, on_tensors, add):
             _node_add(p[0], p[1], gi, add)
         else:
             _add_to(leaves, p, gi, add)
+
+
+def _settle_tensor(g, keep):
+    """A gradient Tensor batched at finished vmap levels its input was not batched at, summed over
+    them (``vmap_out`` gives a level's batch as axis 0, _batched.py and batching.py)."""
+    for level, size in g.data.to_settle(keep):
+        g = run_op(OPS["vmap_out"], g, dim=0, level=level, size=size).sum(axis=0)
+    return g
 
 
 def _checked(n, g, on_tensors):

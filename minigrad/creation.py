@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 
+from . import _batched
 from . import _state
 from . import backend as _be
 from . import tensor as _tensor
@@ -150,7 +151,7 @@ def _finish(make, args, requires_grad, device):
 
 def _made(make, args, dev):
     arr = make(*args)
-    return arr if dev == "cpu" else _be.to_device(arr, dev)
+    return arr if dev == "cpu" else _batched.map_physical(arr, lambda a: _be.to_device(a, dev))
 
 
 def _dt(dtype):
@@ -358,10 +359,10 @@ def dropout_mask(shape, p, dtype, device):
 
 
 def _dropout_mask(shape, p, dtype, device):
-    keep = _rng.random(shape, dtype=np.float32) >= p
+    keep = _batched.draw(lambda s: _rng.random(s, dtype=np.float32), shape, "dropout") >= p
     mask = keep.astype(dtype)
     mask *= 1.0 / (1.0 - p)
-    return mask if device == "cpu" else _be.to_device(mask, device)
+    return mask if device == "cpu" else _batched.map_physical(mask, lambda a: _be.to_device(a, device))
 
 
 def _like_dtype(x, dtype, op):
@@ -372,16 +373,23 @@ def _like_dtype(x, dtype, op):
 
 
 def _permutation(n, dtype, seed):
+    _batched.check_random("mg.randperm")  # one permutation, shared by the batch elements
     return _generator(seed).permutation(n).astype(dtype, copy=False)
 
 
 def _draw(kind, shape, dt, seed):
     """Float64 draws from the generator (``mg.manual_seed``'s, read when called), cast to ``dt``."""
-    return getattr(_generator(seed), kind)(shape, dtype=np.float64).astype(dt, copy=False)
+    g = _generator(seed)
+    return _batched.draw(lambda s: getattr(g, kind)(s, dtype=np.float64).astype(dt, copy=False), shape, f"mg.{_DRAWS[kind]}")
+
+
+_DRAWS = {"random": "rand", "standard_normal": "randn"}
 
 
 def _integers(low, high, size, dtype, seed):
-    return np.asarray(_generator(seed).integers(low, high, size=size, dtype=dtype))
+    g = _generator(seed)
+    return _batched.draw(lambda s: np.asarray(g.integers(low, high, size=s, dtype=dtype)),
+                         (size,) if isinstance(size, int) else tuple(size), "mg.randint")
 
 
 def tensor(data, dtype=None, requires_grad=False, device=None) -> Tensor:
@@ -475,6 +483,7 @@ def sample_like(t, kind, a, b):
 
 
 def _sample(kind, shape, a, b, dt, dev):
+    _batched.check_random(f"a {kind} draw")  # one draw, shared by the batch elements
     if kind == "uniform":
         arr = _rng.uniform(a, b, shape).astype(dt, copy=False)
         if b > a:  # float32 may round a draw up to b: keep [a, b)
@@ -514,6 +523,7 @@ def multinomial(input, num_samples, replacement=False) -> Tensor:  # noqa: A002 
     if not replacement and num_samples > n:
         raise ValueError(f"{op}: cannot draw {num_samples} samples without replacement from {n} "
                          "categories (pass replacement=True)")
+    _batched.check_random("mg.multinomial")
     return _wrap(_state.array_step(_multinomial, x, int(num_samples), bool(replacement)))
 
 

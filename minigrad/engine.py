@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _state
 from . import _xp
-from .errors import NAMED_ERRORS, ComplexNotSupported, MinigradError, reraise
+from .errors import NAMED_ERRORS, BatchingFallback, ComplexNotSupported, MinigradError, reraise
 from .tensor import Tensor, get_default_dtype, wrap
 
 OPS: dict = {}        # every registered op's record by name (ops/_registry.defop fills it)
@@ -44,6 +44,9 @@ class Op:
       (``autograd.Function``'s user code).
     - ``jvp(ctx, *tangents, **params)``: the forward-mode rule, the output's tangent (forward_ad.py
       derives it for elementwise, linear and multilinear ops).
+    - ``batch(forward, arrays, params)``: vmap's batching rule, for an op whose forward cannot run on
+      batched arrays as it is written (_batched.py; the registry derives an elementwise op's: its
+      forward on the physical arrays, aligned); None: the forward batches its own array calls.
     - ``complex``: what the op does with complex operands (docs/complex.md). False: it refuses them,
       naming itself (``run_op``); ``"holomorphic"``: the rule is written for real numbers as
       ``g f'(x)`` and serves complex ones as ``conj(rule(conj(g)))`` (``holomorphic``, below);
@@ -52,11 +55,11 @@ class Op:
     """
 
     __slots__ = ("name", "forward", "rule", "save", "save_at", "save_for_others", "save_out", "aux", "broadcast", "view",
-                 "kind", "n_out", "info", "ufunc", "rule_on_arrays", "jvp", "complex")
+                 "kind", "n_out", "info", "ufunc", "rule_on_arrays", "jvp", "batch", "complex")
 
     def __init__(self, name, forward, rule=None, *, save=(), save_for_others=False, save_out=False, aux=False,
                  broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, rule_on_arrays=True, jvp=None,
-                 complex=False):  # noqa: A002 - the op's complex support
+                 batch=None, complex=False):  # noqa: A002 - the op's complex support
         if complex == "holomorphic" and rule is not None and getattr(rule, "real_rule", None) is None:
             rule = holomorphic(rule)
         self.complex = complex
@@ -66,6 +69,7 @@ class Op:
         self.save_for_others, self.save_out, self.aux, self.broadcast = save_for_others, save_out, aux, broadcast
         self.view, self.kind, self.n_out, self.info, self.rule_on_arrays, self.jvp = view, kind, n_out, info, rule_on_arrays, jvp
         self.ufunc = ufunc
+        self.batch = batch
 
     def __repr__(self):
         return f"<Op {self.name}>"
@@ -105,6 +109,7 @@ class Node:
     xp = None         # the rule's namespace on Tensors (TENSORS, below)
     info = None       # attributes shown to readers (axis, keepdims, pattern...)
     consts = None     # ((input index, shape, dtype), ...) of Tensor inputs that need no grad (pictures)
+    batch_levels = None  # {input index: the vmap levels its array is batched at} (vmap: _batched.py)
     where = None      # (file, line) of the user's code, in anomaly mode
     n_out = 1         # outputs (an autograd.Function may have several)
     _hooks = None     # hooks of the (non-leaf) output tensor
@@ -256,6 +261,8 @@ def _forward(op, xp, args, datas, params, mode):
         if mode.observers:
             return _observed_forward(op, xp, args, datas, params, mode.observers)
         return op.forward(xp, *datas, **params)
+    except BatchingFallback as e:  # vmap: an array call without a batching rule
+        return e.fallback(op, datas, params)
     except NAMED_ERRORS as e:  # NumPy's text ("boolean negative ... not supported") names the op first
         if isinstance(e, ValueError) and op.broadcast and "broadcast" in str(e):
             shapes = " and ".join(str(tuple(d.shape)) if hasattr(d, "shape") else "scalar" for d in datas)
@@ -321,7 +328,9 @@ def _record(op, args, datas, params, aux, out, out_storage, mode, n_out=1):
     """The Node for one call of ``op``: its inputs' edges, what the rule saves, their versions."""
     n = Node()
     n.op, n.definition = op.name, op
-    n.parents, n.meta, consts, n_grad = _edges(args)
+    n.parents, n.meta, consts, n_grad, levels = _edges(args)
+    if levels is not None:
+        n.batch_levels = levels
     n.out_meta = (out.shape, out.dtype)
     n.params = params or None
     n.aux = aux
@@ -363,10 +372,11 @@ def edge(x):
 
 def _edges(args):
     """Per input: its parent (the edge of a Tensor that requires grad, else None) and (shape, dtype)
-    (None for a constant); the Tensor inputs that need no gradient; how many inputs need one."""
+    (None for a constant); the Tensor inputs that need no gradient; how many inputs need one; the
+    vmap levels of the batched ones that do (None when none is)."""
     parents = []
     meta = []
-    consts = None
+    consts = levels = None
     n_grad = 0
     for a in args:
         if isinstance(a, Tensor):
@@ -375,11 +385,13 @@ def _edges(args):
                 parents.append(edge(a))
                 meta.append((d.shape, d.dtype))
                 n_grad += 1
+                if d.__class__ is not _nd and getattr(d, "vmap_levels", None):  # vmap (backward.py's _send)
+                    levels = (levels or {}) | {len(parents) - 1: d.vmap_levels}
                 continue
             consts = (consts or ()) + ((len(parents), d.shape, d.dtype),)
         parents.append(None)
         meta.append(None)
-    return tuple(parents), tuple(meta), consts, n_grad
+    return tuple(parents), tuple(meta), consts, n_grad, levels
 
 
 def _save(op, args, datas, parents, n_grad):
@@ -432,7 +444,10 @@ class ArrayNamespace:
         self._module = module
 
     def run_op(self, op, *args, **params):
-        return op.forward(self._module, *args, **params)
+        try:
+            return op.forward(self._module, *args, **params)
+        except BatchingFallback as e:  # vmap: the op's batching rule, or once per element
+            return e.fallback(op, args, params)
 
     def __getattr__(self, name):
         fn = getattr(np, name, None) and getattr(self._module, name, None)
@@ -441,7 +456,7 @@ class ArrayNamespace:
             if op is None or op.forward is None:
                 raise AttributeError(f"a gradient rule called xp.{name}: neither {self._module.__name__} "
                                      "nor the op registry has it")
-            fn = functools.partial(op.forward, self._module)
+            fn = functools.partial(self.run_op, op)
         self.__dict__[name] = fn  # found once
         return fn
 

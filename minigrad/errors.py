@@ -18,6 +18,15 @@ class ComplexNotSupported(MinigradError, TypeError):
     """A complex operand given to an op that refuses complex numbers (docs/complex.md lists them)."""
 
 
+class BatchingFallback(Exception):
+    """vmap (``_batched.py`` raises it): an op's forward made an array call on batched arrays that
+    has no batching rule. The engine catches it around the op and returns ``fallback(op, arrays,
+    params)``: the op's own batching rule, or the op run once per element."""
+
+    def fallback(self, op, arrays, params):
+        raise NotImplementedError
+
+
 # -- errors that name the public function the user called -------------------------------------
 
 NAMED_ERRORS = (TypeError, ValueError, IndexError, RuntimeError)

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import _batched
 from . import _state
 from . import backend as _be
 from . import kernels as _k
@@ -113,7 +114,10 @@ def _on_arrays(op, datas, params, aux, out, tds, level):
     if d.dtype.kind not in "fc":
         return
     ctx = _new(JvpCtx)  # (no __init__ frame: one per op)
-    ctx.xp = _NUMPY if d.__class__ is _nd else array_namespace(_be.array_module(d))
+    if _batched.active:  # vmap: a tangent or an operand may be batched where the output is not
+        ctx.xp = array_namespace(_be.array_module(d, *[a for a in (*datas, *tds) if hasattr(a, "shape")]))
+    else:
+        ctx.xp = _NUMPY if d.__class__ is _nd else array_namespace(_be.array_module(d))
     ctx.op, ctx.args, ctx.out, ctx.aux = op, datas, d, aux
     r = op.jvp(ctx, *tds, **params)
     if r is None:
@@ -153,10 +157,10 @@ def _missing_hint(op):
 def _as_tangent(op, d, r, tds):
     """A rule's array result as the tangent of the output array ``d``: its shape and dtype, and
     never an input's tangent itself (a write into one would change the other) unless the op is a view."""
-    if r.__class__ is not d.__class__:
+    if r.__class__ is not d.__class__ and not _batched.is_batched(r):
         r = _be.array_module(d).asarray(r, dtype=d.dtype)
     if r.shape != d.shape:
-        r = _be.array_module(d).broadcast_to(r, _shape_of(op, r, d.shape)).copy()
+        r = _be.array_module(r, d).broadcast_to(r, _shape_of(op, r, d.shape)).copy()
     elif not op.view and _aliases(r, tds):
         r = r.copy()
     if r.dtype != d.dtype:

@@ -31,8 +31,9 @@ from .forward_ad import dual_level, make_dual, tangent_of, unpack_dual
 from .grad_mode import enable_grad, is_grad_enabled
 from .ops.shape import ALIAS, stack as _stack
 from .tensor import Tensor, wrap
+from .vmap import vmap
 
-__all__ = ["grad", "grad_and_value", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize", "vjp"]
+__all__ = ["grad", "grad_and_value", "hessian", "hvp", "jacfwd", "jacrev", "jvp", "linearize", "vjp", "vmap"]
 
 # how many reverse transforms are running f in this thread: inside one, an inner transform records
 # its backward (the outer may differentiate what f closes over, not only the inner's inputs)

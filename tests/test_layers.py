@@ -14,8 +14,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "minigrad"
 
 # the layers of docs/architecture.md's table, bottom up (a package's modules take its layer:
 # testing/'s, the CPU stand-in for CuPy, are layer 0); every other module is "above" (5)
-LAYERS = {"backend": 0, "_xp": 0, "kernels": 0, "testing": 0, "errors": 0, "_util": 0, "_state": 1, "grad_mode": 1, "threads": 1,
-          "tensor": 2, "tensor_methods": 2, "creation": 2, "engine": 3, "backward": 3, "forward_ad": 3, "ops": 4}
+LAYERS = {"backend": 0, "_xp": 0, "kernels": 0, "testing": 0, "errors": 0, "_util": 0, "_pytree": 0, "_state": 1, "_batched": 1, "grad_mode": 1, "threads": 1,
+          "tensor": 2, "tensor_methods": 2, "creation": 2, "engine": 3, "backward": 3, "forward_ad": 3, "batching": 3, "ops": 4}
 ABOVE, PACKAGE = 5, 6
 # the documented exception: ops/__init__.py binds Tensor's methods, two of which hand a dense
 # tensor to the sparse package

@@ -18,6 +18,7 @@ import functools
 
 import numpy as np
 
+from .. import _batched
 from ..engine import OPS, Op
 from ..errors import NAMED_ERRORS, reraise
 from ..forward_ad import derive, linear_jvp, multilinear_jvp  # noqa: F401 - derived forward-mode rules, named in op rows
@@ -139,6 +140,8 @@ def defop(name, forward, rule=None, *, samples=None, torch=None, complex_samples
     if name in _REGISTRY:
         raise ValueError(f"defop: an op named {name!r} is already registered")
     options["jvp"] = derive(options.get("jvp"), rule, options.get("kind", "other"))
+    if options.get("batch") is None and options.get("kind") == "elementwise":
+        options["batch"] = _batched.elementwise_op  # vmap: its forward on the physical arrays, aligned
     if rule is not None and options["jvp"] is None:
         raise TypeError(f"defop: op {name!r} has a gradient rule but no forward-mode rule, and only an elementwise "
                         "op's is derived: give jvp= (linear_jvp(i) for an op linear in input i, multilinear_jvp() for "

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _batched
 from ..creation import as_tensor
 from ..engine import conj as _conj, run_op
 from ._registry import Sample, composite, defop, linear_jvp, named, public
@@ -138,11 +139,13 @@ def _from_pairs(xp, re, im):
     return out
 
 
+# vmap: each works on the last axis, so the forward on the physical array (the batch axis first) batches
 VIEW_AS_REAL = defop("view_as_real", _pairs, lambda ctx, g: (ctx.xp.view_as_complex(g),), kind="view", complex=True,
-                     jvp=linear_jvp(0), torch=lambda th, x: th.view_as_real(x),
+                     jvp=linear_jvp(0), torch=lambda th, x: th.view_as_real(x), batch=_batched.elementwise_op,
                      samples=lambda rng: [Sample(_complex_samples(rng, 3, 4)), Sample(_complex_samples(rng))])
 VIEW_AS_COMPLEX = defop("view_as_complex", lambda xp, x: _from_pairs(xp, x[..., 0], x[..., 1]),
                         lambda ctx, g: (ctx.xp.view_as_real(g),), kind="view", complex=True, jvp=linear_jvp(0),
+                        batch=_batched.elementwise_op,
                         torch=lambda th, x: th.view_as_complex(x), samples=_pair_samples, complex_samples=_pair_samples)
 
 

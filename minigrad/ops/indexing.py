@@ -14,6 +14,8 @@ import numbers
 
 import numpy as np
 
+from .. import _batched
+
 from .. import backend as _be
 from .. import kernels as _k
 from ..backward import sum_to
@@ -194,10 +196,11 @@ def _check_bounds(idx, shape, op):
             continue
         if getattr(i, "dtype", None) is not None and i.dtype.kind in "iu" and i.size and d < len(shape):
             n = shape[d]
-            out = (i < -n) | (i >= n)
+            v = _batched.innermost(i)  # under vmap: every element's index
+            out = (v < -n) | (v >= n)
             if out.any():
                 raise IndexError(
-                    f"{op}: index {int(i[out].ravel()[0])} is out of bounds for axis {d} with size {n} "
+                    f"{op}: index {int(v[out].ravel()[0])} is out of bounds for axis {d} with size {n} "
                     f"(tensor shape {tuple(shape)})"
                 )
         d += dims(i)

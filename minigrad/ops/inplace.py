@@ -64,6 +64,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _batched
+
 from .. import _state
 from .. import backend as _be
 from ..creation import own_copy
@@ -250,6 +252,8 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
     write where ``_plan`` says so; returns ``t``."""
     params = params or {}
     _state.note_write(t)  # a captured step (mg.compile) refuses writes into its inputs
+    if _batched.active:
+        _batched.check_write(t.data, [o.data for o in others if isinstance(o, Tensor)], name)
     # an operand sharing t's storage is read before the write: a (recorded) clone of it is saved
     others = tuple(o.clone() if isinstance(o, Tensor) and o._storage is t._storage else o for o in others)
     grad_others = tuple(o for o in others if isinstance(o, Tensor))
@@ -268,6 +272,9 @@ def write(t, op: Op, name: str, others=(), params=None, check=True):
         return t
     base = t._base
     was_rg = base._requires_grad
+    if _batched.is_batched(t.data) and not _batched.is_batched(base.data):
+        raise RuntimeError(f"vmap: {name}: an in-place write into a vmapped input whose tensor is differentiated "
+                           "outside vmap (it requires grad); clone the input inside the function and write into the clone")
     pos = _positions(t.data, base.data)
     r = run_op(op, _history(t, 0 in op.save), *others, **params)
     _store(t, r, name, check)

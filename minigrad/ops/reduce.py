@@ -428,8 +428,8 @@ max = row("max", _extreme_fwd("max"), _extreme_rule, family=EXTREME, indices=arg
 min = row("min", _extreme_fwd("min"), _extreme_rule, family=EXTREME, indices=argmin,  # noqa: A001
           samples=_extreme_samples, torch=_extreme_torch("amin", "min"), numpy=(np.min,))
 
-ANY = defop("any", lambda xp, x, axis, keepdims: xp.asarray(x.any(axis=axis, keepdims=keepdims)), kind="reduce")
-ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, keepdims=keepdims)), kind="reduce")
+ANY = defop("any", lambda xp, x, axis, keepdims: xp.asarray(x.any(axis=axis, keepdims=keepdims)), kind="reduce", complex=True)
+ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, keepdims=keepdims)), kind="reduce", complex=True)
 
 
 @public(ANY, method="any", export=False)
