@@ -38,6 +38,8 @@ clamp = clip  # noqa: F821
 float16 = _np.float16
 float32 = _np.float32
 float64 = _np.float64
+complex64 = _np.complex64
+complex128 = _np.complex128
 int8 = _np.int8
 int16 = _np.int16
 int32 = _np.int32
@@ -52,6 +54,8 @@ short = _np.int16
 half = _np.float16
 float = _np.float32  # noqa: A001
 double = _np.float64
+cfloat = _np.complex64
+cdouble = _np.complex128
 bool = _np.bool_  # noqa: A001
 
 __version__ = "0.1.0"

@@ -77,6 +77,11 @@ def _roots(tensors, grads, graph, on_tensors, leaves):
 def _seed(t, g, graph):
     """The gradient of root ``t`` (ones for a one-element ``t`` when not given), checked, as a Tensor."""
     if g is None:
+        if t.dtype.kind == "c":
+            raise RuntimeError(
+                f"backward: grad can be implicitly created only for real outputs; this output is {t.dtype} "
+                f"(shape {t.shape}). A gradient is of a real loss: backward a real function of it (.abs(), .real), "
+                "or pass grad= (the gradient of a real loss with respect to it, docs/complex.md)")
         if t.data.size != 1:
             raise RuntimeError(
                 f"backward: grad can be implicitly created only for one-element outputs; this "
@@ -199,7 +204,8 @@ def _run_rule(n, g, on_tensors, results, observers):
 
 def _send(n, grads, leaves, on_tensors, add):
     """Hand each input its gradient: checked against the input, summed back over broadcast axes,
-    cast to the input's dtype, and added up where an input is used twice."""
+    cast to the input's dtype (a real input of a complex op gets the real part), and added up where
+    an input is used twice."""
     parents, meta = n.parents, n.meta
     for i, gi in enumerate(grads):  # at most one per input: the registry test and Function hold rules to it
         p = parents[i]
@@ -217,7 +223,7 @@ def _send(n, grads, leaves, on_tensors, add):
                                    f"{gi.shape} for an input of shape {shape}")
             gi = sum_to(gi, shape)
         if gi.dtype != dtype:
-            gi = gi.astype(dtype)
+            gi = (gi.real if gi.dtype.kind == "c" and dtype.kind != "c" else gi).astype(dtype)  # a real input's: real
         if isinstance(p, Node):
             _node_add(p, 0, gi, add)
         elif isinstance(p, tuple):

@@ -32,9 +32,9 @@ def _linear(ctx, t, **params):
 
 
 VMAP_IN = Op("vmap_in", lambda xp, x, dim, level, size: _in_forward(xp, x, dim, level), _in_rule, kind="view", view=True,
-             jvp=_linear, info=lambda dim, level, size: {"in_dim": dim, "level": level})
+             jvp=_linear, info=lambda dim, level, size: {"in_dim": dim, "level": level}, complex=True)
 VMAP_OUT = Op("vmap_out", _out_forward, _out_rule, kind="view", jvp=_linear,
-              info=lambda dim, level, size: {"out_dim": dim, "level": level})
+              info=lambda dim, level, size: {"out_dim": dim, "level": level}, complex=True)
 
 
 OPS["vmap_in"], OPS["vmap_out"] = VMAP_IN, VMAP_OUT  # backward finds vmap_out by name (its _settle_tensor)

@@ -56,6 +56,8 @@ def _to_array(data, dtype=None, device=None, op="tensor"):
             raise ValueError(f"{op}: the data must be a rectangular nested list or an array; {e}") from None
         if dtype is None and arr.dtype == np.float64:
             arr = arr.astype(_tensor._default_dtype)
+        elif dtype is None and arr.dtype == np.complex128:  # PyTorch's: complex64 beside float32
+            arr = arr.astype(np.result_type(_tensor._default_dtype, np.complex64))
     if dtype is not None:
         dtype = np.dtype(dtype)
         if arr.dtype != dtype:

@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _state
 from . import _xp
-from .errors import NAMED_ERRORS, BatchingFallback, MinigradError, reraise
+from .errors import NAMED_ERRORS, BatchingFallback, ComplexNotSupported, MinigradError, reraise
 from .tensor import Tensor, get_default_dtype, wrap
 
 OPS: dict = {}        # every registered op's record by name (ops/_registry.defop fills it)
@@ -47,14 +47,22 @@ class Op:
     - ``batch(forward, arrays, params)``: vmap's batching rule, for an op whose forward cannot run on
       batched arrays as it is written (_batched.py; the registry derives an elementwise op's: its
       forward on the physical arrays, aligned); None: the forward batches its own array calls.
+    - ``complex``: what the op does with complex operands (docs/complex.md). False: it refuses them,
+      naming itself (``run_op``); ``"holomorphic"``: the rule is written for real numbers as
+      ``g f'(x)`` and serves complex ones as ``conj(rule(conj(g)))`` (``holomorphic``, below);
+      True: the rule's text is right for complex numbers as it stands (its conjugates placed, or
+      real coefficients only: views, sums, indexing).
     """
 
     __slots__ = ("name", "forward", "rule", "save", "save_at", "save_for_others", "save_out", "aux", "broadcast", "view",
-                 "kind", "n_out", "info", "ufunc", "rule_on_arrays", "jvp", "batch")
+                 "kind", "n_out", "info", "ufunc", "rule_on_arrays", "jvp", "batch", "complex")
 
     def __init__(self, name, forward, rule=None, *, save=(), save_for_others=False, save_out=False, aux=False,
                  broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, rule_on_arrays=True, jvp=None,
-                 batch=None):
+                 batch=None, complex=False):  # noqa: A002 - the op's complex support
+        if complex == "holomorphic" and rule is not None and getattr(rule, "real_rule", None) is None:
+            rule = holomorphic(rule)
+        self.complex = complex
         self.name, self.forward, self.rule = name, forward, rule
         self.save = tuple(save)
         self.save_at = None if Ellipsis in self.save else self.save  # the positions, when known without the call
@@ -65,6 +73,26 @@ class Op:
 
     def __repr__(self):
         return f"<Op {self.name}>"
+
+
+def conj(a):
+    """The complex conjugate of an array or a Tensor; a real one itself (no copy, no op recorded)."""
+    return a.conj() if a.dtype.kind == "c" else a
+
+
+def holomorphic(rule):
+    """The gradient rule of a holomorphic op, from its text for real numbers. PyTorch's convention
+    sends ``g conj(f'(z))`` back through ``z -> f(z)`` (docs/complex.md); a rule written as
+    ``g f'(x)`` (``mul``: ``g y``) gives that as ``conj(rule(conj(g)))``, and is called as it
+    stands when ``g`` is real. ``.real_rule`` is the text itself: its forward-mode rule
+    (``forward_ad.elementwise_jvp``) is ``f'(z) t``, the text applied to the tangent."""
+    def rule_on_complex(ctx, g, **params):
+        if g.dtype.kind != "c":
+            return rule(ctx, g, **params)
+        return tuple(None if d is None else conj(d) for d in rule(ctx, g.conj(), **params))
+
+    rule_on_complex.real_rule = rule
+    return rule_on_complex
 
 
 class Node:
@@ -137,6 +165,8 @@ def run_op(op: Op, *args, **params):
     an input requires grad. Returns the output Tensor (a tuple of them for several outputs)."""
     mode = _get_mode()
     datas, rg, xp = _operands(op, args)                   # 1. the operands' arrays and module
+    if not op.complex:
+        _real_only(op, datas)
     out = _forward(op, xp, args, datas, params, mode)     # 2. the forward
     aux = None
     if op.aux:
@@ -149,7 +179,7 @@ def run_op(op: Op, *args, **params):
     r = wrap(out)                                         # 3. the output
     if op.view and (op.view is True or out.size == 0 or _xp.shares_memory(out, datas[0])):  # empty: a view still
         _share_storage(r, args[0])
-    if record and out.dtype.kind == "f":                  # 4. the record
+    if record and out.dtype.kind in "fc":                 # 4. the record
         n = r._node = _record(op, args, datas, params, aux, out, r._storage, mode)
         r._requires_grad = True
         if op.view:
@@ -181,7 +211,9 @@ def _operands(op, args):
         datas.append(d)
     if scalars and scalars == len(datas):  # numbers only (``mg.exp(1.0)``): tensors of them, as mg.tensor makes
         dt = np.result_type(*datas)
-        datas = [Tensor(v, dtype=get_default_dtype() if dt.kind == "f" else dt).data for v in datas]
+        dt = get_default_dtype() if dt.kind == "f" else np.result_type(get_default_dtype(), np.complex64) \
+            if dt.kind == "c" else dt
+        datas = [Tensor(v, dtype=dt).data for v in datas]
         dev = not isinstance(datas[0], _nd)
     if not dev:
         return datas, rg, np
@@ -189,6 +221,15 @@ def _operands(op, args):
         return datas, rg, _xp.array_module(*datas)
     except RuntimeError as e:
         raise RuntimeError(f"{op.name}: {e}; move one with .to(device)") from None
+
+
+def _real_only(op, datas):
+    """Refuse complex operands of an op that does not take them (``Op.complex`` False), naming it."""
+    for d in datas:
+        if d.dtype.kind == "c" if hasattr(d, "dtype") else isinstance(d, complex):
+            raise ComplexNotSupported(f"{op.name}: complex operands are not supported (got dtype "
+                            f"{getattr(d, 'dtype', 'complex')}); docs/complex.md lists the ops that refuse "
+                            "complex numbers and why")
 
 
 def const(v, name: str):
@@ -199,7 +240,7 @@ def const(v, name: str):
         if v.dtype.kind in "OUSV":
             raise TypeError(f"{name}: unsupported operand {v!r} of dtype {v.dtype}")
         return v.item()
-    if isinstance(v, (int, float, bool)):
+    if isinstance(v, (int, float, bool, complex)):
         return v
     if isinstance(v, _nd) or _xp.is_cupy_array(v):
         if v.dtype.kind in "OUSVMm":
@@ -212,7 +253,7 @@ def const(v, name: str):
             raise type(e)(f"{name}: cannot use {type(v).__name__} operand as a tensor: {e}") from None
     if getattr(v, "vmap_levels", None):  # vmap: a batched Tensor's array passed on as a constant (an index's .data)
         return v
-    raise TypeError(f"{name}: unsupported operand type {type(v).__name__} (expected a Tensor, an array or a real "
+    raise TypeError(f"{name}: unsupported operand type {type(v).__name__} (expected a Tensor, an array or a "
                     "number; a sparse tensor has functions of its own, or .to_dense())")
 
 
@@ -275,10 +316,10 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
     """Several outputs (autograd.Function): one Node, each output Tensor its (Node, index)."""
     outs = tuple(_as_array(o) for o in outs)
     ts = tuple(wrap(o) for o in outs)
-    if record and any(o.dtype.kind == "f" for o in outs):
+    if record and any(o.dtype.kind in "fc" for o in outs):
         n = _record(op, args, datas, params, aux, outs[0], ts[0]._storage, mode, len(outs))
         for k, t in enumerate(ts):
-            if t.data.dtype.kind == "f":
+            if t.data.dtype.kind in "fc":
                 t._node, t._output_index, t._requires_grad = n, k, True
     if mode.fw is not None:
         mode.fw.carry(op, args, datas, params, aux, ts)
@@ -371,7 +412,7 @@ def _save(op, args, datas, parents, n_grad):
             saved.append(a)
             st = a._storage
             vers.append((st, st.version, i))
-        elif a is None or isinstance(a, (int, float, bool)):
+        elif a is None or isinstance(a, (int, float, bool, complex)):
             saved.append(a)
         else:
             saved.append(wrap(datas[i]))  # an array constant: the rule sees a Tensor

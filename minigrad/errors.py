@@ -14,6 +14,10 @@ class AxisError(MinigradError, IndexError, ValueError):
     """An axis out of range for a tensor's ndim (an IndexError and a ValueError, like NumPy's)."""
 
 
+class ComplexNotSupported(MinigradError, TypeError):
+    """A complex operand given to an op that refuses complex numbers (docs/complex.md lists them)."""
+
+
 class BatchingFallback(Exception):
     """vmap (``_batched.py`` raises it): an op's forward made an array call on batched arrays that
     has no batching rule. The engine catches it around the op and returns ``fallback(op, arrays,

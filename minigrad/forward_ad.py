@@ -111,7 +111,7 @@ def _no_rule(op):
 def _on_arrays(op, datas, params, aux, out, tds, level):
     """First order: the rule runs on the backend arrays (the tangent needs no history)."""
     d = out.data
-    if d.dtype.kind != "f":
+    if d.dtype.kind not in "fc":
         return
     ctx = _new(JvpCtx)  # (no __init__ frame: one per op)
     if _batched.active:  # vmap: a tangent or an operand may be batched where the output is not
@@ -136,7 +136,7 @@ def _on_tensors(op, args, params, aux, out, ts, level, outer):
     with this level and those inside it switched off (``outer`` stay on)."""
     many = out.__class__ is tuple
     outs = out if many else (out,)
-    if not any(o.data.dtype.kind == "f" for o in outs):
+    if not any(o.data.dtype.kind in "fc" for o in outs):
         return
     token = _state.set_levels(_state.get().fw.inside(outer))
     try:
@@ -144,7 +144,7 @@ def _on_tensors(op, args, params, aux, out, ts, level, outer):
     finally:
         _state.reset(token)
     for o, r in zip(outs, res if many else (res,), strict=True):
-        if r is not None and o.data.dtype.kind == "f":
+        if r is not None and o.data.dtype.kind in "fc":
             _set(o, level, _tensor_tangent(op, o, r, ts))
 
 
@@ -223,8 +223,13 @@ def elementwise_jvp(ctx, *ts, **params):
     the tangent is the gradient rule applied to each input's tangent broadcast to the output.
     The rule is asked for one input's gradient at a time (``ctx.parents``), and reads the inputs it
     saves (``ctx.saved``; with ``save_for_others``, not that input itself, as in a backward where it alone
-    needs a gradient)."""
+    needs a gradient). For complex numbers: a holomorphic op's gradient rule is ``conj(text(conj(g)))``
+    (engine.holomorphic), its text for real numbers being ``g f'(x)``, so its tangent is that text on
+    ``t``, ``f'(z) t`` (= conj(vjp(conj(t)))); an op whose rule is right for complex numbers as written
+    (``complex=True``) is linear with real coefficients (``where``, ``add``: the rule on ``t`` is its
+    tangent), or gives its own ``jvp`` (``abs``, ``angle``: not holomorphic)."""
     op, args, xp = ctx.op, ctx.args, ctx.xp
+    rule = getattr(op.rule, "real_rule", op.rule)
     n = len(args)
     save = op.save_at if op.save_at is not None else _positions(op.save, n)
     if save and save[-1] >= n:
@@ -243,7 +248,7 @@ def elementwise_jvp(ctx, *ts, **params):
         if op.save_for_others and i in save:
             k = save.index(i)
             ctx.saved = saved[:k] + (None,) + saved[k + 1:]
-        d = op.rule(ctx, t, **params)[i]
+        d = rule(ctx, t, **params)[i]
         if d is not None:
             total = d if total is None else total + d
     return total
@@ -377,8 +382,9 @@ def _check_tangent(primal, tangent):
         if hasattr(tangent, "_grad_target"):
             raise TypeError("forward_ad.make_dual: a sparse tangent needs a sparse primal")
         tangent = Tensor(tangent, dtype=primal.dtype, device=primal.device)
-    if primal.dtype.kind != "f":
-        raise TypeError(f"forward_ad.make_dual: only floating-point primals have tangents, got dtype {primal.dtype}")
+    if primal.dtype.kind not in "fc":
+        raise TypeError(f"forward_ad.make_dual: only floating-point and complex primals have tangents, got dtype "
+                        f"{primal.dtype}")
     if tangent.shape != primal.shape:
         raise ValueError(f"forward_ad.make_dual: the tangent has shape {tangent.shape} but the primal has shape "
                          f"{primal.shape}; they must match")
@@ -503,6 +509,6 @@ def _from_base(a, level):
     """A view that carries no tangent of a base that does (the base got it by a write after the
     view was taken): the view of the base's tangent. None when there is none."""
     base = a._base
-    if tangent_of(base, level) is None or a.data.dtype.kind != "f" or not shares_memory(a.data, base.data):
+    if tangent_of(base, level) is None or a.data.dtype.kind not in "fc" or not shares_memory(a.data, base.data):
         return None
     return _view_tangent(a, base, level)

@@ -89,6 +89,10 @@ def _grad_transform(f, argnums, has_aux, fname, name=None):
         out, aux = _split_aux(res, has_aux, name)
         if not isinstance(out, Tensor):
             raise TypeError(f"{name}: expected f(*args) to return a scalar Tensor, got {type(out).__name__}")
+        if out.dtype.kind == "c":
+            raise RuntimeError(f"{name}: f(*args) returned a complex Tensor ({out.dtype}); a gradient is of a real "
+                               "scalar: return a real function of it (.abs(), .real), or use func.vjp with a "
+                               "cotangent (docs/complex.md)")
         if out.ndim != 0 or out.dtype.kind != "f":
             what = f"a Tensor of shape {out.shape}" if out.ndim else f"a Tensor of dtype {out.dtype}"
             raise RuntimeError(f"{name}: expected f(*args) to return a scalar (0-d) float Tensor, got {what}; "
@@ -149,9 +153,11 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
     def transformed(*args, **kwargs):
         name = "func.jacrev(f)(*args)"
         nums, single = _argnums(argnums, args, name)
+        _leaves_of(args, nums, name, "argument {}", sparse=False, complex=False)
         xs, groups, res, graph = _run_reverse(func, args, kwargs, nums, name, sparse=False)
         out, aux = _split_aux(res, has_aux, name)
         outs, spec = _flatten(out, name)
+        _real_outputs(outs, name)
         graph = _graph(graph, outs)
         blocks = _jacrev_blocks(outs, xs, graph, chunk_size)
         jac = _pytree.unflatten([_regroup(b, groups, single) for b in blocks], spec)
@@ -294,7 +300,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
     def transformed(*args, **kwargs):
         name = "func.jacfwd(f)(*args)"
         nums, single = _argnums(argnums, args, name)
-        xs, groups = _leaves_of(args, nums, name, "argument {}", sparse=False)
+        xs, groups = _leaves_of(args, nums, name, "argument {}", sparse=False, complex=False)
         total = sum(x.size for x in xs)
         kept = []  # what f returned beside its tangents: its structure, aux's leaves that are no Tensors
 
@@ -306,6 +312,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                     a[i] = _pytree.unflatten(duals, s)
                 out, aux = _split_aux(func(*a, **kwargs), has_aux, name)
                 outs, spec = _flatten(out, name)
+                _real_outputs(outs, name)
                 pairs = [unpack_dual(o) for o in outs]
                 aux_leaves, aux_spec = _pytree.flatten(_map(_primal, aux))
             kept[:] = [spec, aux_leaves, aux_spec]
@@ -558,7 +565,7 @@ def _run_reverse(f, args, kwargs, nums, name, what="argument {}", sparse=True):
     return entered, groups, res, graph
 
 
-def _leaves_of(args, nums, name, what, sparse=True):
+def _leaves_of(args, nums, name, what, sparse=True, complex=True):  # noqa: A002
     """The leaves of ``args[i]`` for ``i`` in ``nums`` (each a pytree of float Tensors), checked, and
     per argument ``(number of leaves, structure)`` for ``_regroup``."""
     leaves, groups = [], []
@@ -566,7 +573,8 @@ def _leaves_of(args, nums, name, what, sparse=True):
         ls, spec = _pytree.flatten(args[i])
         w = what.format(i)
         for k, x in enumerate(ls):
-            _float_tensor(x, name, w if spec is None else f"{w} (a {type(args[i]).__name__}: its leaf {k})", sparse)
+            _float_tensor(x, name, w if spec is None else f"{w} (a {type(args[i]).__name__}: its leaf {k})", sparse,
+                          complex)
         leaves += ls
         groups.append((len(ls), spec))
     return leaves, groups
@@ -710,15 +718,31 @@ def _argnums(argnums, args, name):
     return tuple(out), single
 
 
-def _float_tensor(x, name, what, sparse=True):
+def _float_tensor(x, name, what, sparse=True, complex=True):  # noqa: A002
     if _is_sparse(x) and not sparse:
         raise TypeError(f"{name}: {what} is a sparse tensor; a Jacobian is dense: pass its .to_dense(), or use "
                         "func.vjp / func.jvp, which take sparse primals and tangents")
     if not isinstance(x, Tensor) and not _is_sparse(x):
         raise TypeError(f"{name}: {what} is differentiated, so it must be a Tensor, got {type(x).__name__}")
-    if x.dtype.kind != "f":
-        raise TypeError(f"{name}: {what} has dtype {x.dtype}; only floating-point Tensors are differentiated")
+    if x.dtype.kind == "c" and not complex:
+        _no_complex_jacobian(name, what, x.dtype)
+    if x.dtype.kind not in "fc":
+        raise TypeError(f"{name}: {what} has dtype {x.dtype}; only floating-point and complex Tensors are "
+                        "differentiated")
     return x
+
+
+def _real_outputs(outs, name):
+    for k, o in enumerate(outs):
+        if o.dtype.kind == "c":
+            _no_complex_jacobian(name, f"output {k}", o.dtype)
+
+
+def _no_complex_jacobian(name, what, dtype):
+    """A Jacobian of complex numbers has no one form (torch.func's jacrev and jacfwd refuse them too)."""
+    raise RuntimeError(f"{name}: {what} is complex ({dtype}); a Jacobian is taken of real inputs and outputs only, "
+                       "as torch.func's: differentiate the real pairs (mg.view_as_real / mg.view_as_complex), or "
+                       "use func.vjp / func.jvp, which take complex primals (docs/complex.md)")
 
 
 def _check_pairs(primals, tangents, name):

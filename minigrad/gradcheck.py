@@ -148,6 +148,55 @@ def _tangent(o):
 
 
 # ---------------------------------------------------------------------------
+# complex inputs and outputs: checked as their real pairs
+# ---------------------------------------------------------------------------
+# A function of complex numbers is checked as torch.autograd.gradcheck checks it: as the function of
+# the real and imaginary parts. Its Jacobian holds the Wirtinger derivatives (d/dz = (d/dx - i d/dy) / 2
+# and d/dz* = (d/dx + i d/dy) / 2 are its columns combined), and backward's gradient in PyTorch's
+# convention, dL/dx + i dL/dy, is one of its rows read as a complex number. So each complex input that
+# requires grad is given as its real pairs (``view_as_real``: shape + (2,), a float64 leaf) and turned
+# back into a complex tensor (``view_as_complex``) before ``fn``; each complex output is returned as its
+# real pairs. Every check (both modes, every order, the fast one, locate) then runs on a real function,
+# through the two conversion ops, whose own rules the registry test checks. A wrong conjugate in a rule
+# is a wrong sign in the imaginary part of a gradient: a Jacobian mismatch at a pair's second element.
+
+_PAIRS_NOTE = ("(complex inputs and outputs are checked as their real pairs, view_as_real: an element's last "
+               "index is 0 for the real part, 1 for the imaginary part; docs/complex.md)")
+
+
+def _as_real(fn, inputs, grad_outputs):
+    """``fn`` and its inputs with complex numbers as real pairs (``fn.complex``: True once an input or
+    an output was complex)."""
+    from .ops.complex_ops import view_as_complex, view_as_real  # noqa: PLC0415 - the ops sit below, imported late
+
+    cx = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad and x.dtype.kind == "c"]
+
+    def pairs(out):
+        if isinstance(out, Tensor) and out.dtype.kind == "c":
+            real_fn.complex = True
+            return view_as_real(out)
+        return out
+
+    def real_fn(*xs):
+        xs = list(xs)
+        for i in cx:
+            xs[i] = view_as_complex(xs[i])
+        out = fn(*xs)
+        return pairs(out) if isinstance(out, Tensor) or _is_sparse(out) else tuple(pairs(o) for o in out)
+
+    real_fn.complex = bool(cx)  # (or an output was complex: pairs)
+    inputs = list(inputs)
+    for i in cx:
+        x = _wrap(view_as_real(inputs[i].detach()).data.astype(np.float64))
+        x.requires_grad = True
+        inputs[i] = x
+    if grad_outputs is not None:
+        gos = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+        grad_outputs = [pairs(g) for g in gos]
+    return real_fn, inputs, grad_outputs
+
+
+# ---------------------------------------------------------------------------
 # the function checked at one order, and the derivative functions of the next
 # ---------------------------------------------------------------------------
 
@@ -505,7 +554,8 @@ def _modes(modes):
 def gradcheck(fn, inputs, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, fast=False,
               locate=True, modes=("rev",), order=1) -> bool:
     """Compare derivatives with central finite differences, in float64, in reverse and/or forward
-    mode, up to ``order``.
+    mode, up to ``order``. Complex inputs and outputs are checked as their real pairs
+    (``view_as_real``), which checks the Wirtinger derivatives as ``torch.autograd.gradcheck`` does.
 
     Args:
         fn: takes the inputs, returns a Tensor or a tuple of Tensors.
@@ -575,7 +625,8 @@ def _gradcheck(fn, inputs, tol, raise_exception, fast, locate, modes, order, gra
         raise ValueError(f"gradcheck: order must be 1, 2 or 3, got {order!r}")
     if isinstance(inputs, Tensor) or _is_sparse(inputs):
         inputs = (inputs,)
-    inputs = _prepare(list(inputs))
+    fn, inputs, grad_outputs = _as_real(fn, list(inputs), grad_outputs)
+    inputs = _prepare(inputs)
     diff = [i for i, x in enumerate(inputs) if (isinstance(x, Tensor) or _is_sparse(x)) and x.requires_grad]
     if not diff:
         raise ValueError("gradcheck: no input requires grad")
@@ -586,6 +637,8 @@ def _gradcheck(fn, inputs, tol, raise_exception, fast, locate, modes, order, gra
     except GradcheckError as e:
         if not raise_exception:
             return False
+        if fn.complex:
+            e.args = (f"{e.args[0]}\n{_PAIRS_NOTE}",)
         if locate:
             found = _locate(fn, inputs, (e.suspect, *e.composition[1:]), tol)
             if found is not None:
@@ -604,8 +657,9 @@ def _locate(fn, inputs, path, tol):
     try:
         if order == 1:
             row = check.check_ops(fn, *inputs, eps=eps, atol=atol, rtol=rtol, mode=mode).first_failure
-            return None if row is None else (f"{row.describe()} (the first op whose rule alone disagrees; "
-                                             f"mg.autograd.check_ops shows them all)")
+            if row is not None:
+                return f"{row.describe()} (the first op whose rule alone disagrees; mg.autograd.check_ops shows them all)"
+            # check_ops checks real operands; an op of complex numbers is checked alone below, as real pairs
         calls = check.recorded(fn, inputs)
     except Exception:  # noqa: BLE001 - locating is a courtesy; the original error stands
         return None

@@ -94,11 +94,10 @@ class _HookHandle:
             self._hooks.remove(self._fn)
 
 def check_grad_dtype(dtype, where="requires_grad") -> None:
-    """Only real floating tensors may require grad (complex autograd is not implemented)."""
+    """Only floating-point and complex tensors may require grad."""
     d = np.dtype(dtype)
-    if d.kind != "f":
-        extra = " (complex autograd is not implemented)" if d.kind == "c" else ""
-        raise TypeError(f"{where}: only floating-point tensors can require grad, got dtype {d}{extra}")
+    if d.kind not in "fc":
+        raise TypeError(f"{where}: only floating-point and complex tensors can require grad, got dtype {d}")
 
 
 class TensorMethods:

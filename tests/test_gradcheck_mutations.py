@@ -10,6 +10,10 @@ The corruptions (each wraps ``op.rule`` or ``op.jvp`` through monkeypatch; no fi
   or the 2-D square tangent the rule returns is transposed (JVP);
 - ``drop i``: the gradient of input ``i`` is zeroed (VJP), or input ``i``'s tangent is dropped, so
   its term of the sum is missing (JVP); for ops with two or more Tensor inputs.
+- ``drop conj`` (complex numbers, on the complex samples of every op that takes them): a holomorphic
+  op's gradient rule loses the conjugates the engine places (its text ``g f'(x)`` as it stands,
+  where PyTorch's convention wants ``g conj(f'(z))``); any other op's gradient or tangent is
+  conjugated (a conjugate dropped or misplaced in its text).
 
 A corruption that never fires on the samples (no square output, an input that never needs a
 gradient) does not apply. One that fires but changes no value (a zero gradient flipped) is an
@@ -28,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 import minigrad as mg
-from minigrad.engine import TENSORS
+from minigrad.engine import TENSORS, conj
 from test_registry import REG, _call, _inputs
 
 # derivatives that are zero wherever they exist, so that a corrupted rule is the same rule: op ->
@@ -41,13 +45,14 @@ ZERO = {"sign": None, "floor": None, "ceil": None, "trunc": None, "rint": None, 
 SCALES = {"flip": -1.0, "x1.5": 1.5, "x2": 2.0}
 
 OPS = sorted(name for name, e in REG.items() if e.forward is not None and e.rule is not None and e.samples)
+COMPLEX_OPS = [name for name in OPS if REG[name].complex]
 
 
 def _host(r):
     if r is None:
         return None
-    a = r.data if isinstance(r, mg.Tensor) else r
-    return mg.backend.to_numpy(a).astype(np.float64)
+    a = mg.backend.to_numpy(r.data if isinstance(r, mg.Tensor) else r)
+    return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
 
 
 def _differs(a, b):
@@ -96,6 +101,11 @@ class Mutant:
                 if not _square(g):
                     return good
                 bad = tuple(rule(ctx, g.T, **params))
+            elif self.kind == "drop conj":
+                if not _complex(good):  # a real gradient: no conjugate to drop
+                    return good
+                raw = getattr(rule, "real_rule", None)  # a holomorphic op's text, without the engine's conjugates
+                bad = tuple(raw(ctx, g, **params)) if raw is not None else tuple(map(_conj, good))
             else:  # drop
                 if len(good) <= self.at or good[self.at] is None:
                     return good
@@ -120,6 +130,10 @@ class Mutant:
                 if many or not _square(good):
                     return good
                 bads = (good.T,)
+            elif self.kind == "drop conj":
+                if not _complex(goods):
+                    return good
+                bads = tuple(map(_conj, goods))
             else:  # drop input `at`'s term
                 if self.at >= len(ts) or ts[self.at] is None:
                     return good
@@ -135,6 +149,14 @@ class Mutant:
             return type(good)(bads) if many else bads[0]
 
         return corrupted
+
+
+def _conj(r):
+    return None if r is None else conj(r)
+
+
+def _complex(rs):
+    return any(r is not None and getattr(r, "dtype", np.dtype(float)).kind == "c" for r in rs)
 
 
 def _float_inputs(op, device):
@@ -158,10 +180,11 @@ def _mutants(name, device):
     return out
 
 
-def _cases(name, device):
+def _cases(name, device, complex_samples=False):
     op = REG[name]
     cases = []
-    for sample in op.samples(np.random.default_rng(0)):
+    rng = np.random.default_rng(0)
+    for sample in op.complex_samples(rng) if complex_samples else op.samples(rng):
         xs = _inputs(sample, device)
         if any(isinstance(x, mg.Tensor) and x.requires_grad for x in xs):
             cases.append((_call(op, sample, device), xs))
@@ -174,11 +197,11 @@ def _check(cases, mode, order=1):
                for fn, xs in cases)
 
 
-def _run(device, monkeypatch, mutants=None, order=1):
+def _run(device, monkeypatch, mutants=None, order=1, complex_samples=False):
     results = {"caught": [], "escaped": [], "equivalent": [], "skipped": [], "inapplicable": []}
-    for name in OPS:
+    for name in COMPLEX_OPS if complex_samples else OPS:
         entry = REG[name]
-        cases = _cases(name, device)
+        cases = _cases(name, device, complex_samples)
         if not cases:
             continue
         ok = {}
@@ -274,5 +297,28 @@ def test_order_2_catches_rules_whose_tensor_path_is_corrupted(device, monkeypatc
     print(f"\ntensor-path corruptions caught at order 2: {len(caught)}/{total} = {score:.4f} (on {device})")
     for m in escaped:
         print(f"  escaped: {m.label} (tensor path): {_why(m)}")
+    assert total > 0
+    assert score >= 0.99, f"score {score:.4f} < 0.99; escapes: {[m.label for m in escaped]}"
+
+
+def _conj_mutants(name, device):
+    return [Mutant(name, mode, "drop conj") for mode in ("rev", "fwd")]
+
+
+def test_gradcheck_catches_dropped_conjugates(device, monkeypatch):
+    """Every op that takes complex numbers, on its complex samples: a gradient rule that drops its
+    conjugates (a holomorphic op's text as it stands), or a gradient or tangent conjugated, is caught.
+    A corruption that changes no value (an op whose derivative is real: sum, reshape, indexing) is
+    inapplicable, not an escape."""
+    res = _run(device, monkeypatch, _conj_mutants, complex_samples=True)
+    caught, escaped, total, score = _score(res)
+    print(f"\ndropped conjugates caught: {len(caught)}/{total} = {score:.4f} (fast=True, order 1, on {device})")
+    for mode in ("rev", "fwd"):
+        c = sum(m.mode == mode for m in caught)
+        print(f"  {mode}: {c}/{c + sum(m.mode == mode for m in escaped)} caught")
+    for m in escaped:
+        print(f"  escaped: {m.label}: {_why(m)}")
+    unchanged = sorted({m.label for m in res["inapplicable"]})
+    print(f"no value changed (a real derivative) ({len(unchanged)}): {', '.join(unchanged)}")
     assert total > 0
     assert score >= 0.99, f"score {score:.4f} < 0.99; escapes: {[m.label for m in escaped]}"

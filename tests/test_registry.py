@@ -41,12 +41,14 @@ DIFF = sorted(name for name, op in REG.items() if _differentiable(op))
 
 
 def _inputs(sample, device):
-    """Float arrays -> leaves that require grad (float64, on the device); int/bool arrays -> constants."""
+    """Float arrays -> leaves that require grad (float64, on the device; complex ones complex128);
+    int/bool arrays -> constants."""
     out = []
     for k, a in enumerate(sample.args):
         if isinstance(a, np.ndarray):
-            diff = a.dtype.kind == "f" and k not in sample.nondiff
-            out.append(mg.tensor(a.astype(np.float64) if a.dtype.kind == "f" else a, device=device,
+            diff = a.dtype.kind in "fc" and k not in sample.nondiff
+            wide = np.complex128 if a.dtype.kind == "c" else np.float64
+            out.append(mg.tensor(a.astype(wide) if a.dtype.kind in "fc" else a, device=device,
                                  requires_grad=diff))
         else:
             out.append(a)
@@ -100,7 +102,12 @@ def test_gradcheck_both_modes_to_order_2(name, device):
     op = REG[name]
     if op.samples is None:
         pytest.fail(f"{name}: registered without samples")
-    for sample in op.samples(np.random.default_rng(0)):
+    _gradchecks(op, op.samples(np.random.default_rng(0)), device)
+
+
+def _gradchecks(op, samples, device):
+    name = op.name
+    for sample in samples:
         xs = _inputs(sample, device)
         if not any(isinstance(x, mg.Tensor) and x.requires_grad for x in xs):
             continue
@@ -114,10 +121,28 @@ TORCHED = sorted(name for name in DIFF if REG[name].torch is not None)
 
 @pytest.mark.parametrize("name", TORCHED)
 def test_values_and_gradients_match_torch(name, device):
-    torch = pytest.importorskip("torch")
     op = REG[name]
+    _against_torch(op, op.samples(np.random.default_rng(0)), device)
+
+
+def _weights(rng, o):
+    """Random weights of a loss sum(o * w): complex ones for a complex output (the loss is then Re sum(o w))."""
+    w = rng.standard_normal(o.shape)
+    return w + 1j * rng.standard_normal(o.shape) if o.dtype.kind == "c" else w
+
+
+def _real_loss(terms):
+    """The sum of the terms, its real part when complex (backward takes a real loss)."""
+    total = sum(terms)
+    cx = total.is_complex() if hasattr(total, "is_complex") else total.dtype.kind == "c"
+    return total.real if cx else total
+
+
+def _against_torch(op, samples, device):
+    torch = pytest.importorskip("torch")
+    name = op.name
     rng = np.random.default_rng(1)
-    for sample in op.samples(np.random.default_rng(0)):
+    for sample in samples:
         xs = _inputs(sample, device)
         out = _call(op, sample, device)(*xs)
         ts = []
@@ -126,7 +151,7 @@ def test_values_and_gradients_match_torch(name, device):
                 ts.append(torch.tensor(x.detach().numpy(), requires_grad=x.requires_grad))
             else:
                 ts.append(x)
-        tout = op.torch(torch, *ts, **sample.kwargs)
+        tout = op.torch(torch, *_promoted(torch, ts), **sample.kwargs)
         outs, touts = (out, tout) if isinstance(out, (tuple, list)) else ((out,), (tout,))  # chunk, unbind: tuples
         assert len(outs) == len(touts), (name, sample, len(outs), len(touts))
         for o, t in zip(outs, touts, strict=True):
@@ -135,12 +160,21 @@ def test_values_and_gradients_match_torch(name, device):
         outs = [(o, t) for o, t in zip(outs, touts, strict=True) if o.requires_grad]
         if not outs:
             continue
-        ws = [rng.standard_normal(o.shape) for o, _ in outs]
-        sum((o * mg.tensor(w, device=device)).sum() for (o, _), w in zip(outs, ws, strict=True)).backward()
-        sum((t * torch.tensor(w)).sum() for (_, t), w in zip(outs, ws, strict=True)).backward()
+        ws = [_weights(rng, o) for o, _ in outs]
+        _real_loss([(o * mg.tensor(w, device=device)).sum() for (o, _), w in zip(outs, ws, strict=True)]).backward()
+        _real_loss([(t * torch.tensor(w)).sum() for (_, t), w in zip(outs, ws, strict=True)]).backward()
         for x, t in zip(xs, ts, strict=True):
             if isinstance(x, mg.Tensor) and x.requires_grad:
                 np.testing.assert_allclose(x.grad.numpy(), t.grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+
+
+def _promoted(torch, ts):
+    """Real float tensors beside complex ones made complex, for PyTorch (whose matmul and others want one
+    dtype; NumPy and minigrad promote): the real leaf's gradient is then the real part, as minigrad's."""
+    cx = [t.dtype for t in ts if isinstance(t, torch.Tensor) and t.is_complex()]
+    if not cx:
+        return ts
+    return [t.to(cx[0]) if isinstance(t, torch.Tensor) and t.is_floating_point() else t for t in ts]
 
 
 def _torch_args(xs, torch):
@@ -176,17 +210,22 @@ def _torch_jvp(torch, f, primals, tangents):
 def test_tangents_match_torch_func_jvp(name, device):
     """Forward mode against PyTorch's (``torch.func.jvp`` of the op's torch oracle), with the same
     random tangents on every differentiable input."""
+    op = REG[name]
+    _tangents_against_torch(op, op.samples(np.random.default_rng(0)), device)
+
+
+def _tangents_against_torch(op, samples, device):
     torch = pytest.importorskip("torch")
     from minigrad.autograd import forward_ad as fwAD
 
-    op = REG[name]
+    name = op.name
     rng = np.random.default_rng(2)
-    for sample in op.samples(np.random.default_rng(0)):
+    for sample in samples:
         xs = _inputs(sample, device)
         diff = [k for k, x in enumerate(xs) if isinstance(x, mg.Tensor) and x.requires_grad]
         if not diff:
             continue
-        us = {k: rng.standard_normal(xs[k].shape) for k in diff}
+        us = {k: _weights(rng, xs[k]) for k in diff}
         with fwAD.dual_level():
             duals = [fwAD.make_dual(x.detach(), mg.tensor(us[k], device=device)) if k in us else x
                      for k, x in enumerate(xs)]
@@ -202,12 +241,44 @@ def test_tangents_match_torch_func_jvp(name, device):
             args = list(targs)
             for k, p in zip(diff, prim, strict=True):
                 args[k] = p
-            return op.torch(torch, *args, **kwargs)
+            return op.torch(torch, *_promoted(torch, args), **kwargs)
 
         want = _torch_jvp(torch, f, tuple(targs[k] for k in diff), tuple(torch.tensor(us[k]) for k in diff))
         want = want if isinstance(want, (tuple, list)) else (want,)
         np.testing.assert_allclose(_joined(got), _joined([w.detach().numpy() for w in want]), rtol=1e-9,
                                    atol=1e-12, err_msg=f"{name} {sample}: forward mode against torch.func.jvp")
+
+
+# -- complex numbers: every op that takes them, on complex samples (its own, or derived from its real ones:
+# Entry.complex_samples), in both modes to order 2 (gradcheck checks complex numbers as real pairs, the
+# Wirtinger derivatives), and against PyTorch's values, gradients and tangents
+
+COMPLEX = sorted(name for name in DIFF if REG[name].complex and REG[name].complex_samples(np.random.default_rng(0)))
+
+
+def test_the_ops_numpy_defines_on_complex_numbers_take_them():
+    """Every elementwise op NumPy defines on complex numbers, the reductions, products, shape, view,
+    indexing and joining ops of issue 41, by their registry names."""
+    want = {"add", "sub", "mul", "div", "pow", "neg", "exp", "log", "log1p", "sqrt", "sin", "cos", "tanh", "abs",
+            "reciprocal", "square", "exp2", "expm1", "log2", "log10", "tan", "arcsin", "arccos", "arctan", "sinh",
+            "cosh", "arcsinh", "arccosh", "arctanh", "float_power", "conj", "real", "imag", "angle", "positive",
+            "sum", "mean", "prod", "cumsum", "matmul", "einsum", "reshape", "permute", "broadcast_to", "getitem",
+            "concatenate", "stack", "transpose", "flatten", "squeeze", "view_as_real", "view_as_complex",
+            "complex", "polar", "where", "index_put", "setitem"}
+    assert not want - set(COMPLEX), sorted(want - set(COMPLEX))
+
+
+@pytest.mark.parametrize("name", COMPLEX)
+def test_complex_gradcheck_both_modes_to_order_2(name, device):
+    op = REG[name]
+    _gradchecks(op, op.complex_samples(np.random.default_rng(0)), device)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in COMPLEX if REG[n].torch is not None))
+def test_complex_values_gradients_and_tangents_match_torch(name, device):
+    op = REG[name]
+    _against_torch(op, op.complex_samples(np.random.default_rng(0)), device)
+    _tangents_against_torch(op, op.complex_samples(np.random.default_rng(0)), device)
 
 
 def test_a_new_elementwise_op_is_one_definition():

@@ -208,9 +208,21 @@ def test_size_is_numpys_count_and_size_call_is_pytorchs():
     assert t.size() == (2, 3) and t.size(1) == 3 and t.size(-2) == 2  # PyTorch's method (API.md)
 
 
-def test_complex_tensor_cannot_require_grad():
-    msg = raises_naming(TypeError, lambda: mg.tensor(np.array([1 + 1j, 2]), requires_grad=True), "requires_grad")
-    assert "complex128" in msg
-    t = mg.tensor(np.array([1 + 1j], dtype=np.complex64))
-    msg = raises_naming(TypeError, lambda: t.requires_grad_(), "requires_grad")
-    assert "complex64" in msg
+def test_complex_tensors_require_grad_and_integer_ones_do_not():
+    t = mg.tensor(np.array([1 + 1j, 2]), requires_grad=True)
+    assert t.requires_grad and t.dtype == np.complex128
+    assert mg.tensor(np.array([1 + 1j], dtype=np.complex64)).requires_grad_().requires_grad
+    msg = raises_naming(TypeError, lambda: mg.tensor([1, 2]).requires_grad_(), "requires_grad")
+    assert "int64" in msg and "complex" in msg
+
+
+def test_python_complex_numbers_take_the_default_dtypes_complex_partner():
+    """As PyTorch: complex Python data is complex64 beside the default float32, complex128 beside float64."""
+    assert mg.tensor([1 + 2j, 3]).dtype == np.complex64
+    assert mg.tensor(np.array([1 + 2j])).dtype == np.complex128  # an array keeps its dtype
+    old = mg.get_default_dtype()
+    mg.set_default_dtype(mg.float64)
+    try:
+        assert mg.tensor([1j]).dtype == np.complex128
+    finally:
+        mg.set_default_dtype(old)

@@ -34,7 +34,7 @@ PAD_CONSTANT = defop("pad_constant", _padded,
                      # affine: the tangent is padded with zeros, whatever the value
                      jvp=lambda ctx, t, widths, value: ctx.xp.run_op(PAD_CONSTANT, t, widths=widths, value=0.0),
                      samples=lambda rng: [Sample(_r(rng, 2, 3), widths=((0, 0), (1, 2)), value=0.5),
-                                          Sample(_r(rng, 2, 2, 3), widths=((1, 0), (0, 0), (2, 1)), value=0.0)])
+                                          Sample(_r(rng, 2, 2, 3), widths=((1, 0), (0, 0), (2, 1)), value=0.0)], complex=True)
 
 
 # F.pad's registry name is functional_pad: "pad" is np.pad's (ops/join.py)

@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from . import casts, einsum, elementwise, indexing, inplace, losses, matmul, reduce, shape, windows, writes  # noqa: F401 - each registers its ops
 from . import join, linalg, math, meta, products, scan  # noqa: F401 - the differentiable NumPy (issue 32)
 from . import ordering  # noqa: F401 - PyTorch's topk, median, quantile, cummax, unique... (issue 42)
+from . import complex_ops  # noqa: F401 - conj, real, imag, angle, view_as_real... (issue 41)
 from . import numpy_dispatch
 from ._registry import Sample, composite, registry
 from .numpy_dispatch import numpy_functions  # mg.ops.numpy_functions(): the table NumPy's protocols read
@@ -73,6 +74,8 @@ def _bind() -> None:
     Tensor.__abs__ = elementwise.abs
     Tensor.T = property(lambda self: shape.transpose(self), doc="The dims reversed (a view).")
     Tensor.mT = property(shape.matrix_transpose, doc="The last two dims swapped (a view).")
+    Tensor.real = property(complex_ops.real, doc="The real part (PyTorch's ``t.real``; a real tensor: itself).")
+    Tensor.imag = property(complex_ops.imag, doc="The imaginary part (PyTorch's ``t.imag``).")
     Tensor.__init__ = _creation.init
     Tensor.backward = _backward.backward
     Tensor._refresh_view = inplace.refresh_view

@@ -55,6 +55,26 @@ def randn(rng, *shape, low=None, away=None):
     return np.asarray(a)
 
 
+def complex_sample(sample, rng, mixed=False):
+    """Complex samples from a real one: each floating array that is differentiated gets an imaginary
+    part (normal, scale 0.5: away from the branch cuts of the ops whose real samples keep away from
+    them: the negative real axis for log and sqrt, |Re| > 1 for arcsin...). With ``mixed`` (the first two
+    samples of an elementwise op), also the sample with its first such array left real (a real input of
+    a complex computation: NumPy's promotion, and a real gradient)."""
+    pos = [k for k, a in enumerate(sample.args) if isinstance(a, np.ndarray) and a.dtype.kind == "f"
+           and k not in sample.nondiff]
+    if not pos:  # complex already (view_as_real's), or nothing to differentiate
+        return [sample] if any(isinstance(a, np.ndarray) and a.dtype.kind == "c" for a in sample.args) else []
+    args = list(sample.args)
+    for k in pos:
+        args[k] = np.asarray(args[k] + 0.5j * rng.standard_normal(args[k].shape))
+    out = [Sample(*args, nondiff=sample.nondiff, **sample.kwargs)]
+    if mixed and len(pos) > 1:
+        args[pos[0]] = sample.args[pos[0]]
+        out.append(Sample(*args, nondiff=sample.nondiff, **sample.kwargs))
+    return out
+
+
 class OnDevice:
     """A sample argument built for the device under test: ``OnDevice(lambda xp: ...)`` (an index
     structure that must live beside the arrays, such as a sparse grouping)."""
@@ -75,10 +95,12 @@ class Entry:
     that dispatch to it), ``inplace`` (Tensor method name -> the function of ops/writes.py that
     writes its result into the tensor: ``inplace_method``), ``doc``."""
 
-    __slots__ = ("op", "samples", "torch", "frontend", "method", "dunders", "export", "numpy", "inplace", "doc")
+    __slots__ = ("op", "samples", "torch", "frontend", "method", "dunders", "export", "numpy", "inplace", "doc",
+                 "_complex_samples")
 
-    def __init__(self, op, samples=None, torch=None):
+    def __init__(self, op, samples=None, torch=None, complex_samples=None):
         self.op, self.samples, self.torch = op, samples, torch
+        self._complex_samples = complex_samples
         self.frontend, self.method, self.dunders, self.export, self.numpy, self.inplace, self.doc = \
             None, (), (), None, (), {}, None
 
@@ -89,6 +111,19 @@ class Entry:
     def differentiable(self) -> bool:
         return self.op.rule is not None
 
+    def complex_samples(self, rng) -> list:
+        """The samples of an op that takes complex numbers (``complex=`` True or "holomorphic"): the
+        row's own (``complex_samples=``), else derived from its real ones (``complex_sample``); [] for
+        an op that refuses complex numbers."""
+        if not self.op.complex:
+            return []
+        if self._complex_samples is not None:
+            return self._complex_samples(rng)
+        out = []
+        for k, s in enumerate(self.samples(rng) if self.samples is not None else ()):
+            out += complex_sample(s, rng, mixed=k < 2 and self.op.kind == "elementwise")
+        return out
+
     def __repr__(self):
         return f"<registry entry {self.op.name}>"
 
@@ -97,7 +132,7 @@ _REGISTRY: dict[str, Entry] = {}
 _OP_OF: dict = {}  # public function -> its op
 
 
-def defop(name, forward, rule=None, *, samples=None, torch=None, **options) -> Op:
+def defop(name, forward, rule=None, *, samples=None, torch=None, complex_samples=None, **options) -> Op:
     """Define and register a primitive op: the engine's record (``engine.Op``'s options), and its
     registry entry with the ``samples`` its tests use and its ``torch`` oracle. Returns the record.
     An elementwise op's forward-mode rule is derived from its gradient rule unless ``jvp`` is given
@@ -112,7 +147,7 @@ def defop(name, forward, rule=None, *, samples=None, torch=None, **options) -> O
                         "op's is derived: give jvp= (linear_jvp(i) for an op linear in input i, multilinear_jvp() for "
                         "one linear in each input, or a rule jvp(ctx, *tangents, **params)), or kind='elementwise'")
     op = OPS[name] = Op(name, forward, rule, **options)
-    _REGISTRY[name] = Entry(op, samples, torch)
+    _REGISTRY[name] = Entry(op, samples, torch, complex_samples)
     return op
 
 
@@ -165,7 +200,8 @@ def inplace_op(of: Op, name: str) -> Op:
     entry = _REGISTRY[of.name]
     return defop(name, of.forward, of.rule, samples=entry.samples, torch=entry.torch, kind="inplace", save=of.save,
                  save_for_others=of.save_for_others, save_out=of.save_out, aux=of.aux, broadcast=of.broadcast,
-                 rule_on_arrays=of.rule_on_arrays, jvp=of.jvp)
+                 rule_on_arrays=of.rule_on_arrays, jvp=of.jvp, complex=of.complex,
+                 complex_samples=entry._complex_samples)
 
 
 def inplace_method(op, fn, *names) -> None:
@@ -173,11 +209,13 @@ def inplace_method(op, fn, *names) -> None:
     _REGISTRY[op.name].inplace.update(dict.fromkeys(names, fn))
 
 
-def composite(name, *, samples=None, torch=None, kind="other", **bind):
+def composite(name, *, samples=None, torch=None, kind="other", complex=False, complex_samples=None, **bind):  # noqa: A002
     """Decorator: register ``fn`` as a public function built from other ops (no rule of its own:
-    its gradient comes from the ops it calls)."""
+    its gradient comes from the ops it calls). ``complex=True``: it takes complex numbers (the ops
+    it calls do), and the registry test runs it on complex samples too."""
     def deco(fn):
-        op = defop(name, None, None, kind=kind, samples=samples, torch=torch)
+        op = defop(name, None, None, kind=kind, samples=samples, torch=torch, complex=complex,
+                   complex_samples=complex_samples)
         op.kind = "composite" if kind == "other" else kind
         return public(op, **bind)(fn)
 

@@ -290,7 +290,7 @@ def _pair_samples(rng):
 
 PAIR = defop("einsum", lambda xp, a, b, la, lb, lout, names=None: _pair_arrays(a, la, b, lb, lout), _pair_rule,
              save=(0, 1), save_for_others=True, kind="other", jvp=multilinear_jvp(0, 1), samples=_pair_samples,
-             info=lambda la, lb, lout, names=None: {"pattern": _pattern_of(la, lb, lout, names)})
+             info=lambda la, lb, lout, names=None: {"pattern": _pattern_of(la, lb, lout, names)}, complex='holomorphic')
 
 
 def _pair(a, la, b, lb, lout, names=None):
@@ -333,12 +333,12 @@ def _undiag_fwd(xp, g, lu, lx, shape):
 
 DIAG = defop("einsum_diag", _diag_fwd, lambda ctx, g, lx, lu, shape: (ctx.xp.run_op(UNDIAG, g, lu=lu, lx=lx, shape=shape),),
              kind="other", jvp=linear_jvp(0), info=lambda lx, lu, shape: {"pattern": _pattern_of(lx, None, lu)},
-             samples=lambda rng: [Sample(rng.standard_normal((3, 3, 2)), lx=(0, 0, 1), lu=(0, 1), shape=(3, 3, 2))])
+             samples=lambda rng: [Sample(rng.standard_normal((3, 3, 2)), lx=(0, 0, 1), lu=(0, 1), shape=(3, 3, 2))], complex=True)
 UNDIAG = defop("einsum_undiag", _undiag_fwd,
                lambda ctx, g, lu, lx, shape: (ctx.xp.run_op(DIAG, g, lx=lx, lu=lu, shape=tuple(g.shape)),),
                kind="other", jvp=linear_jvp(0), info=lambda lu, lx, shape: {"pattern": _pattern_of(lu, None, lx)},
                batch=_batched.fresh_buffers,
-               samples=lambda rng: [Sample(rng.standard_normal((3, 2)), lu=(0, 1), lx=(0, 0, 1), shape=(3, 3, 2))])
+               samples=lambda rng: [Sample(rng.standard_normal((3, 2)), lu=(0, 1), lx=(0, 0, 1), shape=(3, 3, 2))], complex=True)
 
 
 def _diag(x, lx, lu):

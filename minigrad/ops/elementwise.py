@@ -10,9 +10,12 @@ elsewhere cannot leak into a gradient.
 """
 from __future__ import annotations
 
+import cmath
+
 import numpy as np
 
-from ..engine import run_op
+from ..engine import conj, run_op
+from ..errors import ComplexNotSupported
 from ..tensor import Tensor
 from ._registry import randn as _r, Family, Sample, composite, defop, named, public, row
 
@@ -50,6 +53,8 @@ def _compare_fn(op, name):
             return NotImplemented
         try:
             return run_op(op, x, y)
+        except ComplexNotSupported:  # an ordering of complex numbers: the op's own error, not Python's
+            raise
         except TypeError:
             return NotImplemented
     return fn
@@ -70,7 +75,7 @@ def _add_rule(ctx, g):
 
 add = row("add", lambda xp, x, y: x + y, _add_rule, family=BINARY, save=(), samples=_binary_samples,
           torch=lambda th, x, y: x + y, dunders=("__add__", "__radd__"), numpy=(np.add,),
-          doc="x + y with NumPy broadcasting.")
+          doc="x + y with NumPy broadcasting.", complex=True)
 
 
 def _sub_rule(ctx, g):
@@ -79,7 +84,7 @@ def _sub_rule(ctx, g):
 
 sub = row("sub", lambda xp, x, y: x - y, _sub_rule, family=BINARY, save=(), ufunc="subtract",
           samples=_binary_samples, torch=lambda th, x, y: x - y, dunders=("__sub__", "__rsub__"),
-          numpy=(np.subtract,), doc="x - y with NumPy broadcasting.")
+          numpy=(np.subtract,), doc="x - y with NumPy broadcasting.", complex=True)
 
 
 def _mul_rule(ctx, g):
@@ -91,7 +96,7 @@ def _mul_rule(ctx, g):
 
 mul = row("mul", lambda xp, x, y: x * y, _mul_rule, family=BINARY, save_for_others=True, ufunc="multiply",
           samples=_binary_samples, torch=lambda th, x, y: x * y, dunders=("__mul__", "__rmul__"),
-          numpy=(np.multiply,), doc="x * y with NumPy broadcasting.")
+          numpy=(np.multiply,), doc="x * y with NumPy broadcasting.", complex="holomorphic")
 
 
 def _scaled_mul_fwd(xp, x, y, c):
@@ -119,7 +124,7 @@ SCALED_MUL = defop("scaled_mul", _scaled_mul_fwd, _scaled_mul_rule, save=(0, 1),
                    kind="elementwise", torch=lambda th, x, y, c: c * x * y,
                    samples=lambda rng: [Sample(_r(rng, 3, 4), _r(rng, 3, 4), c=2.0),
                                         Sample(_r(rng, 3, 1), _r(rng, 1, 4), c=-0.5),
-                                        Sample(_r(rng), _r(rng, 4), c=3.0)])
+                                        Sample(_r(rng), _r(rng, 4), c=3.0)], complex="holomorphic")
 
 
 def _div_rule(ctx, g):
@@ -131,7 +136,7 @@ def _div_rule(ctx, g):
 div = row("div", lambda xp, x, y: x / y, _div_rule, family=BINARY, ufunc="divide",
           samples=lambda rng: _binary_samples(rng, low=0.5), torch=lambda th, x, y: x / y, method=("div", "divide"),
           dunders=("__truediv__", "__rtruediv__"), numpy=(np.true_divide,),
-          doc="x / y (true division) with NumPy broadcasting.")
+          doc="x / y (true division) with NumPy broadcasting.", complex="holomorphic")
 
 
 def _pow_rule(ctx, g):
@@ -139,14 +144,14 @@ def _pow_rule(ctx, g):
     xp = ctx.xp
     gx = gy = None
     if ctx.parents[0] is not None:
-        if not isinstance(y, (int, float)):  # d/dx x**y = y x**(y-1), and 0 where y == 0 (even at x == 0)
+        if not isinstance(y, (int, float, complex)):  # d/dx x**y = y x**(y-1), and 0 where y == 0 (even at x == 0)
             gx = xp.where(y == 0, 0.0, g * y * x ** (y - 1))
         elif y == 0:
             gx = g * 0.0
         else:
             gx = xp.scaled_mul(g, x, c=2.0) if y == 2 else g * (y * x ** (y - 1))
-    if ctx.parents[1] is not None and isinstance(x, (int, float)):  # a number to a tensor power
-        gy = g * x ** y * float(np.log(x)) if x != 0 else g * 0.0
+    if ctx.parents[1] is not None and isinstance(x, (int, float, complex)):  # a number to a tensor power
+        gy = g * x ** y * (cmath.log(x) if isinstance(x, complex) else float(np.log(x))) if x != 0 else g * 0.0
     elif ctx.parents[1] is not None:  # d/dy x**y = x**y log x, and 0 where x == 0 (PyTorch's convention)
         zero = x == 0
         gy = xp.where(zero, 0.0, g * x ** y * xp.log(xp.where(zero, 1.0, x)))
@@ -158,7 +163,7 @@ pow = row("pow", lambda xp, x, y: x ** y, _pow_rule, family=BINARY, ufunc=None, 
           samples=lambda rng: _binary_samples(rng, low=0.5) + [Sample(_r(rng, 3, 4), 2), Sample(_r(rng, 4), 3.0),
                                                                 Sample(_r(rng, 4), 0)],
           dunders=("__pow__", "__rpow__"), numpy=(np.power,),
-          doc="x ** y with NumPy broadcasting (either may be a Python number).")
+          doc="x ** y with NumPy broadcasting (either may be a Python number).", complex="holomorphic")
 floordiv = row("floordiv", lambda xp, x, y: x // y, family=BINARY, save=(), method="floor_divide",
                dunders=("__floordiv__", "__rfloordiv__"), numpy=(np.floor_divide,),
                doc="x // y (floor division; not differentiable: the result does not require grad).")
@@ -201,7 +206,7 @@ fmod = row("fmod", lambda xp, x, y: xp.fmod(x, y), _fmod_rule, family=BINARY, to
     >>> mg.fmod(mg.tensor([-3.0, 3.0]), 2.0)    # [-1., 1.]; mg.mod gives [1., 1.]
     """)
 neg = row("neg", lambda xp, x: -x, lambda ctx, g: (-g,), family=UNARY, ufunc="negative", samples=_unary_samples(),
-          torch=lambda th, x: -x, method=("neg", "negative"), dunders=("__neg__",), numpy=(np.negative,), doc="-x.")
+          torch=lambda th, x: -x, method=("neg", "negative"), dunders=("__neg__",), numpy=(np.negative,), doc="-x.", complex=True)
 
 
 # -- unary math ------------------------------------------------------------------------------
@@ -209,17 +214,17 @@ neg = row("neg", lambda xp, x: -x, lambda ctx, g: (-g,), family=UNARY, ufunc="ne
 
 
 exp = row("exp", lambda xp, x: xp.exp(x), lambda ctx, g: (g * ctx.out,), family=UNARY, save_out=True,
-          samples=_unary_samples(), numpy=(np.exp,))
+          samples=_unary_samples(), numpy=(np.exp,), complex="holomorphic")
 log = row("log", lambda xp, x: xp.log(x), lambda ctx, g: (g / ctx.saved[0],), family=UNARY, save=(0,),
-          samples=_unary_samples(low=0.2), numpy=(np.log,))
+          samples=_unary_samples(low=0.2), numpy=(np.log,), complex="holomorphic")
 log1p = row("log1p", lambda xp, x: xp.log1p(x), lambda ctx, g: (g / (ctx.saved[0] + 1),), family=UNARY, save=(0,),
-            samples=_unary_samples(low=0.1), numpy=(np.log1p,))
+            samples=_unary_samples(low=0.1), numpy=(np.log1p,), complex="holomorphic")
 sqrt = row("sqrt", lambda xp, x: xp.sqrt(x), lambda ctx, g: (g / (ctx.out * 2),), family=UNARY, save_out=True,
-           samples=_unary_samples(low=0.2), numpy=(np.sqrt,))
+           samples=_unary_samples(low=0.2), numpy=(np.sqrt,), complex="holomorphic")
 sin = row("sin", lambda xp, x: xp.sin(x), lambda ctx, g: (g * ctx.xp.cos(ctx.saved[0]),), family=UNARY, save=(0,),
-          samples=_unary_samples(), numpy=(np.sin,))
+          samples=_unary_samples(), numpy=(np.sin,), complex="holomorphic")
 cos = row("cos", lambda xp, x: xp.cos(x), lambda ctx, g: (-g * ctx.xp.sin(ctx.saved[0]),), family=UNARY, save=(0,),
-          samples=_unary_samples(), numpy=(np.cos,))
+          samples=_unary_samples(), numpy=(np.cos,), complex="holomorphic")
 
 
 def _tanh_backward_rule(ctx, gg):
@@ -242,11 +247,11 @@ def _tanh_backward_fwd(xp, g, y):
 TANH_BACKWARD = defop("tanh_backward", _tanh_backward_fwd, _tanh_backward_rule, save=(0, 1),
                       kind="elementwise",
                       samples=lambda rng: [Sample(_r(rng, 3, 4), np.tanh(_r(rng, 3, 4)))],
-                      torch=lambda th, g, y: g * (1 - y * y))
+                      torch=lambda th, g, y: g * (1 - y * y), complex="holomorphic")
 
 
 tanh = row("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (ctx.xp.tanh_backward(g, ctx.out),), family=UNARY,
-           save_out=True, samples=_unary_samples(), numpy=(np.tanh,))
+           save_out=True, samples=_unary_samples(), numpy=(np.tanh,), complex="holomorphic")
 
 
 def _sigmoid_fwd(xp, x):
@@ -258,7 +263,7 @@ def _sigmoid_rule(ctx, g):
     return (g * y * (1 - y),)
 
 
-sigmoid = row("sigmoid", _sigmoid_fwd, _sigmoid_rule, family=UNARY, save_out=True, samples=_unary_samples())
+sigmoid = row("sigmoid", _sigmoid_fwd, _sigmoid_rule, family=UNARY, save_out=True, samples=_unary_samples(), complex="holomorphic")
 relu = row("relu", lambda xp, x: xp.maximum(x, 0), lambda ctx, g: (ctx.xp.where(ctx.out > 0, g, 0.0),), family=UNARY,
            save_out=True, samples=_unary_samples(away=0.0))
 
@@ -267,25 +272,47 @@ sign = row("sign", lambda xp, x: xp.sign(x), lambda ctx, g: (ctx.xp.zeros_like(g
            doc="-1, 0 or 1 by the sign of x; a zero gradient (recorded, as PyTorch's).")
 
 
-abs = row("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),), family=UNARY, save=(0,),
-          samples=_unary_samples(away=0.0), numpy=(np.absolute,))
+def sgn(xp, x):
+    """``x / |x|``, and 0 at 0: ``sign`` of a real ``x`` (PyTorch's ``sgn``)."""
+    if x.dtype.kind != "c":
+        return xp.sign(x)
+    a = xp.abs(x)
+    zero = a == 0
+    return xp.where(zero, 0.0, x / xp.where(zero, 1.0, a))
+
+
+def _abs_jvp(ctx, t):
+    x, xp = ctx.args[0], ctx.xp  # d|z| = Re(conj(sgn z) dz); t sign(x) for a real x
+    d = conj(sgn(xp, x)) * t
+    return xp.real(d) if x.dtype.kind == "c" else d
+
+
+# the gradient g sgn(x) serves both: for a complex x it is |z|'s d/dRe + i d/dIm, and 0 at 0 (PyTorch's)
+abs = row("abs", lambda xp, x: xp.abs(x), lambda ctx, g: (g * sgn(ctx.xp, ctx.saved[0]),), family=UNARY, save=(0,),
+          samples=_unary_samples(away=0.0), numpy=(np.absolute,), complex=True, jvp=_abs_jvp)
 
 clone = row("clone", lambda xp, x: x.copy() if hasattr(x, "copy") else xp.array(x),  # a Python number too
             lambda ctx, g: (g,), family=UNARY, samples=_unary_samples(), torch=lambda th, x: x.clone(),
-            method=("clone", "copy"), numpy=(np.copy,), doc="A copy with its own storage; the gradient passes through.")
+            method=("clone", "copy"), numpy=(np.copy,), doc="A copy with its own storage; the gradient passes through.", complex=True)
 
 
 ASTYPE = defop("astype", lambda xp, x, dtype: x.astype(dtype), lambda ctx, g, dtype: (g,),  # the engine casts back
-               kind="elementwise", samples=lambda rng: [Sample(_r(rng, 3, 4), dtype=np.float64)])
+               kind="elementwise", samples=lambda rng: [Sample(_r(rng, 3, 4), dtype=np.float64)], complex=True,
+               complex_samples=lambda rng: [Sample(_r(rng, 3, 4) + 1j * _r(rng, 3, 4), dtype=np.complex128),
+                                            Sample(_r(rng, 3, 4), dtype=np.complex128)])
 
 
 @public(ASTYPE, method="astype", export=False)
 @named("astype")
 def astype(x, dtype):
-    """Cast to ``dtype``; differentiable between floating dtypes."""
+    """Cast to ``dtype``; differentiable between floating and complex dtypes. A complex tensor is
+    cast to a complex dtype only (``.real`` takes the real part: a cast would drop the imaginary one)."""
     dtype = np.dtype(dtype)
     if x.data.dtype == dtype:
         return x
+    if x.data.dtype.kind == "c" and dtype.kind != "c":
+        raise TypeError(f"astype: casting {x.data.dtype} to {dtype} would drop the imaginary part; take .real "
+                        "(or .abs()) first")
     return run_op(ASTYPE, x, dtype=dtype)
 
 
@@ -333,7 +360,7 @@ def _where_rule(ctx, g):
 WHERE = defop("where", _where_fwd, _where_rule, save=(0,), broadcast=True, kind="elementwise",
               torch=lambda th, c, x, y: th.where(c, x, y),
               samples=lambda rng: [Sample(rng.random((3, 4)) > 0.5, _r(rng, 3, 4), _r(rng, 3, 4)),
-                                   Sample(rng.random((3, 1)) > 0.5, _r(rng, 4), 2.0)])
+                                   Sample(rng.random((3, 1)) > 0.5, _r(rng, 4), 2.0)], complex=True)
 
 
 @public(WHERE, numpy=(np.where,))
@@ -409,9 +436,9 @@ gt = row("gt", lambda xp, x, y: x > y, family=COMPARE, method=("gt", "greater"),
          numpy=(np.greater,))
 ge = row("ge", lambda xp, x, y: x >= y, family=COMPARE, method=("ge", "greater_equal"), dunders=("__ge__",),
          numpy=(np.greater_equal,))
-eq = row("eq", lambda xp, x, y: x == y, family=COMPARE, method=("eq", "equal"), dunders=("__eq__",), numpy=(np.equal,))
+eq = row("eq", lambda xp, x, y: x == y, family=COMPARE, method=("eq", "equal"), dunders=("__eq__",), numpy=(np.equal,), complex=True)
 ne = row("ne", lambda xp, x, y: x != y, family=COMPARE, method=("ne", "not_equal"), dunders=("__ne__",),
-         numpy=(np.not_equal,))
+         numpy=(np.not_equal,), complex=True)
 logical_and = row("logical_and", lambda xp, x, y: x & y, family=COMPARE, method=(), dunders=("__and__", "__rand__"),
                   numpy=(np.logical_and,), export=False)
 logical_or = row("logical_or", lambda xp, x, y: x | y, family=COMPARE, method=(), dunders=("__or__", "__ror__"),

@@ -92,7 +92,7 @@ def _getitem_rule(ctx, g, template):
 GETITEM = defop("getitem", _getitem_fwd, _getitem_rule, save=(1, ...), view="maybe", kind="view", jvp=linear_jvp(0),
                 info=lambda template: {"index": fmt_index(template)},
                 samples=lambda rng: [Sample(_r(rng, 4, 3), template=(1, slice(None))),
-                                     Sample(_r(rng, 4, 3), np.array([0, 2, 0]), template=(_ARRAY,))])
+                                     Sample(_r(rng, 4, 3), np.array([0, 2, 0]), template=(_ARRAY,))], complex=True)
 
 
 @public(GETITEM, dunders=("__getitem__",), export=False)
@@ -130,7 +130,7 @@ INDEX_ADD = defop("index_add", _index_add_fwd, _index_add_rule, save=(1, ...), k
                   batch=_batched.fresh_buffers,
                   info=lambda shape, template: {"index": fmt_index(template)},
                   samples=lambda rng: [Sample(_r(rng, 3), np.array([0, 2, 0]), shape=(4,), template=(_ARRAY,)),
-                                       Sample(_r(rng, 3), shape=(2, 3), template=(1,))])
+                                       Sample(_r(rng, 3), shape=(2, 3), template=(1,))], complex=True)
 
 
 _TORCH_INDEX_ADD_KW = frozenset({"input", "dim", "index", "source", "alpha"})
@@ -263,7 +263,7 @@ INDEX_PUT = defop(
     samples=lambda rng: [Sample(_r(rng, 4, 3), _r(rng, 2), np.array([0, 2]), np.array([1, 1]), template=(_ARRAY, _ARRAY)),
                          Sample(_r(rng, 4, 3), _r(rng, 3), np.array([1, 3]), template=(_ARRAY,)),
                          Sample(_r(rng, 4, 3), _r(rng, 2, 1), np.array([[0], [2]]), np.array([2, 0]),
-                                template=(_ARRAY, _ARRAY))])
+                                template=(_ARRAY, _ARRAY))], complex=True)
 
 
 def _put(x, idx, v, op):
@@ -350,7 +350,7 @@ def _along(x, dim, index, op, src=None):
 @composite("gather", method="gather", torch=lambda th, x, dim, index: th.gather(x, dim, index),
            samples=lambda rng: [Sample(_r(rng, 3, 4), 1, np.array([[0, 3], [1, 1], [2, 0]])),
                                 Sample(_r(rng, 3, 4), 0, np.array([[2, 0, 1, 1], [0, 0, 2, 1], [1, 1, 1, 1], [0, 2, 0, 0]])),
-                                Sample(_r(rng, 3, 4), 0, np.array([[1, 2], [0, 0]]))])
+                                Sample(_r(rng, 3, 4), 0, np.array([[1, 2], [0, 0]]))], complex=True)
 @named("gather")
 def gather(input, dim, index, *, sparse_grad=False):  # noqa: A002
     """PyTorch's ``gather``: ``out[i][j] = input[index[i][j]][j]`` for ``dim=0`` (the index replaces
@@ -395,7 +395,7 @@ def _src_part(s, ishape):
            torch=lambda th, x, dim, index, src: th.scatter(x, dim, index, src),
            samples=lambda rng: [Sample(_r(rng, 3, 4), 0, np.array([[2, 0, 1, 1], [0, 1, 2, 0]]), _r(rng, 2, 4)),
                                 Sample(_r(rng, 3, 4), 1, np.array([[3, 0], [1, 2]]), _r(rng, 2, 2)),
-                                Sample(_r(rng, 3, 4), -1, np.array([[0], [2], [3]]), 1.5)])
+                                Sample(_r(rng, 3, 4), -1, np.array([[0], [2], [3]]), 1.5)], complex=True)
 @named("scatter")
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
     """PyTorch's ``scatter`` (out of place): a copy of ``input`` with ``out[index[i][j]][j] = src[i][j]``
@@ -412,7 +412,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
 
 @composite("scatter_add", method="scatter_add", torch=lambda th, x, dim, index, src: th.scatter_add(x, dim, index, src),
            samples=lambda rng: [Sample(_r(rng, 3, 4), 0, np.array([[2, 0, 1, 1], [2, 0, 0, 1]]), _r(rng, 2, 4)),
-                                Sample(_r(rng, 3, 4), 1, np.array([[3, 3, 0], [1, 2, 1]]), _r(rng, 2, 3))])
+                                Sample(_r(rng, 3, 4), 1, np.array([[3, 3, 0], [1, 2, 1]]), _r(rng, 2, 3))], complex=True)
 @named("scatter_add")
 def scatter_add(input, dim, index, src):  # noqa: A002
     """PyTorch's ``scatter_add`` (out of place): ``input`` plus ``src`` added at ``index`` along ``dim``
@@ -428,7 +428,7 @@ def scatter_add(input, dim, index, src):  # noqa: A002
 
 
 @composite("index_select", method="index_select", torch=lambda th, x, dim, index: th.index_select(x, dim, index),
-           samples=lambda rng: [Sample(_r(rng, 4, 3), 0, np.array([3, 0, 3])), Sample(_r(rng, 2, 5), 1, np.array(2))])
+           samples=lambda rng: [Sample(_r(rng, 4, 3), 0, np.array([3, 0, 3])), Sample(_r(rng, 2, 5), 1, np.array(2))], complex=True)
 @named("index_select")
 def index_select(input, dim, index):  # noqa: A002
     """PyTorch's ``index_select``: the entries of dim ``dim`` at ``index`` (1-D, or 0-D as one entry),
@@ -486,7 +486,7 @@ def masked_fill(input, mask, value):  # noqa: A002
 
 @composite("masked_select", method="masked_select", torch=lambda th, x, mask: th.masked_select(x, mask),
            samples=lambda rng: [Sample(_r(rng, 3, 4), rng.random((3, 4)) < 0.5),
-                                Sample(_r(rng, 3, 1), np.array([[True, False, True, True], [False] * 4, [True] * 4]))])
+                                Sample(_r(rng, 3, 1), np.array([[True, False, True, True], [False] * 4, [True] * 4]))], complex=True)
 @named("masked_select")
 def masked_select(input, mask):  # noqa: A002
     """PyTorch's ``masked_select``: the elements of ``input`` where the bool ``mask`` is True (the two
@@ -508,7 +508,7 @@ def masked_select(input, mask):  # noqa: A002
                                                                          alpha=alpha),
            samples=lambda rng: [Sample(_r(rng, 4, 3), 0, np.array([3, 0, 3]), _r(rng, 3, 3)),
                                 Sample(_r(rng, 2, 5), 1, np.array([4, 1]), _r(rng, 2, 2), alpha=-0.5),
-                                Sample(_r(rng, 2, 3, 2), -2, np.array([2, 2, 0, 1]), _r(rng, 2, 4, 2), alpha=2)])
+                                Sample(_r(rng, 2, 3, 2), -2, np.array([2, 2, 0, 1]), _r(rng, 2, 4, 2), alpha=2)], complex=True)
 @named("index_add")
 def torch_index_add(input, dim, index, source, alpha=1):  # noqa: A002 - PyTorch's names
     """PyTorch's ``index_add``: a copy of ``input`` with ``alpha * source[..., i, ...]`` added at

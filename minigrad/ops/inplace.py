@@ -338,7 +338,7 @@ def _assign(xp, t, value):
     return t
 
 
-_ASSIGN = defop("assign", _assign, kind="inplace", batch=_batched.refused)  # the write itself: ``t[...] = value``, no gradient of its own
+_ASSIGN = defop("assign", _assign, kind="inplace", batch=_batched.refused, complex=True)  # the write itself: ``t[...] = value``, no gradient of its own
 
 
 # -- the overwriting ops (``fill_``, ``copy_``: writes.py), which a tangent's own write uses too ---------
@@ -362,10 +362,10 @@ def _overwrite_rule(ctx, g):
 
 FILL_ = defop("fill_", _fill_fwd, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear_jvp(1),
               batch=_batched.lifting(0),  # a batched value over an unbatched x (its tangent: x's own write is refused later)
-              samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))])
+              samples=lambda rng: [Sample(rng.standard_normal(4), rng.standard_normal(1))], complex=True)
 COPY_ = defop("copy_", _fill_fwd_any, _overwrite_rule, broadcast=True, kind="inplace", jvp=linear_jvp(1),
               batch=_batched.lifting(0),  # a batched value over an unbatched x (its tangent: x's own write is refused later)
-              samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))])
+              samples=lambda rng: [Sample(rng.standard_normal((2, 3)), rng.standard_normal(3))], complex=True)
 
 
 # -- a view of a tangent at a view's positions (forward_ad.view_tangent runs it by name) --------------
@@ -388,7 +388,7 @@ def _strided_view_rule(ctx, g, offset, shape, strides):
 STRIDED_VIEW = defop("strided_view", _strided_view_fwd, _strided_view_rule, save=(1,), view=True, kind="view",
                      jvp=linear_jvp(0),
                      samples=lambda rng: [Sample(rng.standard_normal((3, 4)), np.array([[1, 5], [2, 6]]), offset=1,
-                                                 shape=(2, 2), strides=(1, 4))])
+                                                 shape=(2, 2), strides=(1, 4))], complex=True)
 
 
 def _copy_slices_rule(ctx, g, inplace=False):
@@ -417,7 +417,7 @@ COPY_SLICES = defop("copy_slices", _copy_slices_fwd, _copy_slices_rule, save=(2,
                     batch=_batched.lifting(0),  # the copy of b written into: batched too (not b itself)
                     jvp=_copy_slices_jvp,
                     samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4),
-                                                np.arange(4, 8), np.arange(12).reshape(3, 4) // 4 != 1)])
+                                                np.arange(4, 8), np.arange(12).reshape(3, 4) // 4 != 1)], complex=True)
 
 
 def _as_strided_rule(ctx, g, shape):
@@ -432,7 +432,7 @@ def _as_strided_rule(ctx, g, shape):
 AS_STRIDED = defop("as_strided", lambda xp, b, pos, shape: b.reshape(-1)[pos], _as_strided_rule, save=(1,),
                    kind="view", jvp=linear_jvp(0),
                    samples=lambda rng: [Sample(rng.standard_normal((3, 4)), np.array([[1, 5], [1, 9]]),
-                                               shape=(3, 4))])
+                                               shape=(3, 4))], complex=True)
 
 
 def view_history(v, base, pos):

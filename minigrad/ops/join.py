@@ -41,7 +41,7 @@ def _index(x, axis, idx):
 
 
 @composite("moveaxis", numpy=(np.moveaxis,), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1), Sample(_r(rng, 2, 3, 4), (0, 1), (2, 0))],
-      torch=lambda th, x, s, d: th.movedim(x, s, d))
+      torch=lambda th, x, s, d: th.movedim(x, s, d), complex=True)
 @named("moveaxis")
 def moveaxis(a, source, destination):
     """Move axes to new positions; the others keep their order."""
@@ -60,7 +60,7 @@ def moveaxis(a, source, destination):
 
 @composite("movedim", method="movedim",
            samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1), Sample(_r(rng, 2, 3, 4), (0, 1), (2, 0))],
-           torch=lambda th, x, s, d: th.movedim(x, s, d))
+           torch=lambda th, x, s, d: th.movedim(x, s, d), complex=True)
 @named("movedim")
 def movedim(input, source, destination):  # noqa: A002 - PyTorch's name
     """PyTorch's ``movedim``: ``moveaxis`` under PyTorch's name (dims moved to new positions, the
@@ -68,7 +68,7 @@ def movedim(input, source, destination):  # noqa: A002 - PyTorch's name
     return moveaxis(input, source, destination)
 
 
-@composite("rollaxis", numpy=(np.rollaxis,), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 2), Sample(_r(rng, 2, 3, 4), 0, 3)])
+@composite("rollaxis", numpy=(np.rollaxis,), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 2), Sample(_r(rng, 2, 3, 4), 0, 3)], complex=True)
 @named("rollaxis")
 def rollaxis(a, axis, start=0):
     """Roll ``axis`` backwards until it lies before ``start`` (NumPy's older moveaxis)."""
@@ -86,7 +86,7 @@ def rollaxis(a, axis, start=0):
     return permute(a, tuple(order))
 
 
-@composite("expand_dims", numpy=(np.expand_dims,), samples=lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), (0, -1))])
+@composite("expand_dims", numpy=(np.expand_dims,), samples=lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), (0, -1))], complex=True)
 @named("expand_dims")
 def expand_dims(a, axis):
     """Insert size-1 axes at the positions ``axis`` (an int or a tuple) of the result."""
@@ -119,21 +119,21 @@ def _atleast_samples(rng):
     return [Sample(np.asarray(rng.standard_normal())), Sample(_r(rng, 3)), Sample(_r(rng, 2, 3))]
 
 
-@composite("atleast_1d", numpy=(np.atleast_1d,), samples=_atleast_samples)
+@composite("atleast_1d", numpy=(np.atleast_1d,), samples=_atleast_samples, complex=True)
 @named("atleast_1d")
 def atleast_1d(*arys):
     """Each input with at least 1 dim (NumPy's placement of the new axes); one or a tuple."""
     return _atleast(1, arys, "atleast_1d")
 
 
-@composite("atleast_2d", numpy=(np.atleast_2d,), samples=_atleast_samples)
+@composite("atleast_2d", numpy=(np.atleast_2d,), samples=_atleast_samples, complex=True)
 @named("atleast_2d")
 def atleast_2d(*arys):
     """Each input with at least 2 dims (NumPy's placement of the new axes); one or a tuple."""
     return _atleast(2, arys, "atleast_2d")
 
 
-@composite("atleast_3d", numpy=(np.atleast_3d,), samples=_atleast_samples)
+@composite("atleast_3d", numpy=(np.atleast_3d,), samples=_atleast_samples, complex=True)
 @named("atleast_3d")
 def atleast_3d(*arys):
     """Each input with at least 3 dims (NumPy's placement of the new axes); one or a tuple."""
@@ -144,7 +144,7 @@ def atleast_3d(*arys):
 
 
 @composite("repeat", numpy=(np.repeat,), samples=lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), np.array([1, 0, 2]), axis=1),
-                             Sample(_r(rng, 2, 3), 2, axis=-2)], method="repeat")
+                             Sample(_r(rng, 2, 3), 2, axis=-2)], method="repeat", complex=True)
 @named("repeat")
 def repeat(a, repeats, axis=None):
     """Repeat each element ``repeats`` times (an int or one count per element) along ``axis``
@@ -161,7 +161,7 @@ def repeat(a, repeats, axis=None):
     return _index(a, axis, idx)
 
 
-@composite("tile", numpy=(np.tile,), samples=lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), (2, 1, 2)), Sample(_r(rng, 3), (2, 2))])
+@composite("tile", numpy=(np.tile,), samples=lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), (2, 1, 2)), Sample(_r(rng, 3), (2, 2))], complex=True)
 @named("tile")
 def tile(A, reps):  # noqa: N803 - NumPy's name
     """The tensor repeated ``reps`` times along each axis (NumPy's ``tile``)."""
@@ -182,7 +182,7 @@ def _torch_roll_oracle(th, x, shifts, dims=None):
 @composite("roll", numpy=(np.roll,), samples=lambda rng: [Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), -1, 1), Sample(_r(rng, 2, 3), (1, 2), (0, 1)),
                                                          Sample(_r(rng, 2, 3), shifts=1, dims=1)],
       torch=lambda th, x, shift=None, axis=None, shifts=None, dims=None: _torch_roll_oracle(
-          th, x, shift if shifts is None else shifts, axis if dims is None else dims))
+          th, x, shift if shifts is None else shifts, axis if dims is None else dims), complex=True)
 @named("roll")
 def roll(a, shift=NOARG, axis=None, *, shifts=NOARG, dims=NOARG):
     """Elements shifted by ``shift`` along ``axis`` (the flattened tensor when None), wrapping around.
@@ -212,7 +212,7 @@ def roll(a, shift=NOARG, axis=None, *, shifts=NOARG, dims=NOARG):
 
 
 @composite("flip", numpy=(np.flip,), samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 2), 1), Sample(_r(rng, 2, 3, 2), (0, -1)),
-                                                         Sample(_r(rng, 2, 3, 2), dims=(0, 2))])
+                                                         Sample(_r(rng, 2, 3, 2), dims=(0, 2))], complex=True)
 @named("flip")
 def flip(m, axis=None, *, dims=NOARG):
     """The order of elements reversed along ``axis`` (every axis when None); PyTorch's ``dims=`` is
@@ -226,14 +226,14 @@ def flip(m, axis=None, *, dims=NOARG):
     return m[tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(m.ndim))]
 
 
-@composite("fliplr", numpy=(np.fliplr,), samples=lambda rng: [Sample(_r(rng, 2, 3))])
+@composite("fliplr", numpy=(np.fliplr,), samples=lambda rng: [Sample(_r(rng, 2, 3))], complex=True)
 @named("fliplr")
 def fliplr(m):
     """Reverse the columns (axis 1)."""
     return flip(m, 1)
 
 
-@composite("flipud", numpy=(np.flipud,), samples=lambda rng: [Sample(_r(rng, 2, 3))])
+@composite("flipud", numpy=(np.flipud,), samples=lambda rng: [Sample(_r(rng, 2, 3))], complex=True)
 @named("flipud")
 def flipud(m):
     """Reverse the rows (axis 0)."""
@@ -241,7 +241,7 @@ def flipud(m):
 
 
 @composite("rot90", numpy=(np.rot90,), samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3, 4), -1, (1, 2))],
-      torch=lambda th, x, k=1, axes=(0, 1): th.rot90(x, k, axes))
+      torch=lambda th, x, k=1, axes=(0, 1): th.rot90(x, k, axes), complex=True)
 @named("rot90")
 def rot90(m, k=1, axes=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``axes``."""
@@ -319,14 +319,14 @@ def _tensors(tup, name):
     return [as_tensor(t, name) for t in tup]
 
 
-@composite("vstack", numpy=(np.vstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 1, 3)])])
+@composite("vstack", numpy=(np.vstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 1, 3)])], complex=True)
 @named("vstack")
 def vstack(tup):
     """Stack along the first axis (1-D inputs become rows)."""
     return concatenate(_seq(atleast_2d(*_tensors(tup, "vstack"))), axis=0)
 
 
-@composite("hstack", numpy=(np.hstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 2, 1)])])
+@composite("hstack", numpy=(np.hstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 2, 3), _r(rng, 2, 1)])], complex=True)
 @named("hstack")
 def hstack(tup):
     """Stack along the second axis (the first for 1-D inputs)."""
@@ -334,7 +334,7 @@ def hstack(tup):
     return concatenate(_seq(atleast_1d(*ts)), axis=0 if all(t.ndim <= 1 for t in ts) else 1)
 
 
-@composite("dstack", numpy=(np.dstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample(_two(rng, 2, 3))])
+@composite("dstack", numpy=(np.dstack,), samples=lambda rng: [Sample(_two(rng, 3)), Sample(_two(rng, 2, 3))], complex=True)
 @named("dstack")
 def dstack(tup):
     """Stack along the third axis."""
@@ -342,7 +342,7 @@ def dstack(tup):
 
 
 @composite("column_stack", numpy=(np.column_stack,),
-           samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 3), _r(rng, 3, 2)])])
+           samples=lambda rng: [Sample(_two(rng, 3)), Sample([_r(rng, 3), _r(rng, 3, 2)])], complex=True)
 @named("column_stack")
 def column_stack(tup):
     """1-D inputs as columns, stacked along the second axis."""
@@ -353,7 +353,7 @@ def _seq(v):
     return list(v) if isinstance(v, tuple) else [v]
 
 
-@composite("append", numpy=(np.append,), samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4)), Sample(_r(rng, 2, 3), _r(rng, 1, 3), axis=0)])
+@composite("append", numpy=(np.append,), samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4)), Sample(_r(rng, 2, 3), _r(rng, 1, 3), axis=0)], complex=True)
 @named("append")
 def append(arr, values, axis=None):
     """``values`` appended to ``arr`` (both flattened when ``axis`` is None)."""
@@ -387,7 +387,7 @@ def _split(x, sections, axis, name, equal):
 
 
 @composite("split", numpy=(np.split,), samples=lambda rng: [Sample(_r(rng, 4, 3), 2), Sample(_r(rng, 4, 3), [1, 2], axis=1),
-                                                           Sample(_r(rng, 5, 3), 2, dim=0), Sample(_r(rng, 4, 3), [1, 2], dim=1)])
+                                                           Sample(_r(rng, 5, 3), 2, dim=0), Sample(_r(rng, 4, 3), [1, 2], dim=1)], complex=True)
 @named("split")
 def split(ary, indices_or_sections, axis=NOARG, *, dim=NOARG):
     """NumPy's spelling (``axis``, positional or keyword): equal sections (an int that divides the
@@ -401,7 +401,7 @@ def split(ary, indices_or_sections, axis=NOARG, *, dim=NOARG):
 
 
 @composite("torch_split", method="split", export=False, torch=lambda th, x, s, dim=0: th.split(x, s, dim),
-           samples=lambda rng: [Sample(_r(rng, 5, 3), 2), Sample(_r(rng, 4, 3), [1, 2], dim=1), Sample(_r(rng, 4, 3), 4)])
+           samples=lambda rng: [Sample(_r(rng, 5, 3), 2), Sample(_r(rng, 4, 3), [1, 2], dim=1), Sample(_r(rng, 4, 3), 4)], complex=True)
 @named("split")
 def torch_split(input, split_size_or_sections, dim=0):  # noqa: A002
     """PyTorch's ``split``: ``dim`` cut into pieces of ``split_size_or_sections`` (an int; the last
@@ -425,7 +425,7 @@ def torch_split(input, split_size_or_sections, dim=0):  # noqa: A002
     return tuple(x[pre + (slice(lo, hi),)] for lo, hi in zip(bounds[:-1], bounds[1:], strict=True))
 
 
-@composite("array_split", numpy=(np.array_split,), samples=lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 4, 3), [1, 3], axis=0)])
+@composite("array_split", numpy=(np.array_split,), samples=lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 4, 3), [1, 3], axis=0)], complex=True)
 @named("array_split")
 def array_split(ary, indices_or_sections, axis=0):
     """As ``split``, where an int need not divide the axis (the first sections are one longer)."""
@@ -436,7 +436,7 @@ def _split_samples(rng):
     return [Sample(_r(rng, 4, 4, 2), 2)]
 
 
-@composite("hsplit", numpy=(np.hsplit,), samples=_split_samples)
+@composite("hsplit", numpy=(np.hsplit,), samples=_split_samples, complex=True)
 @named("hsplit")
 def hsplit(ary, indices_or_sections):
     """``split`` along the second axis (the first for 1-D)."""
@@ -444,14 +444,14 @@ def hsplit(ary, indices_or_sections):
     return _split(a, indices_or_sections, 0 if a.ndim == 1 else 1, "hsplit", True)
 
 
-@composite("vsplit", numpy=(np.vsplit,), samples=_split_samples)
+@composite("vsplit", numpy=(np.vsplit,), samples=_split_samples, complex=True)
 @named("vsplit")
 def vsplit(ary, indices_or_sections):
     """``split`` along the first axis."""
     return _split(as_tensor(ary, "vsplit"), indices_or_sections, 0, "vsplit", True)
 
 
-@composite("dsplit", numpy=(np.dsplit,), samples=_split_samples)
+@composite("dsplit", numpy=(np.dsplit,), samples=_split_samples, complex=True)
 @named("dsplit")
 def dsplit(ary, indices_or_sections):
     """``split`` along the third axis."""
@@ -468,7 +468,7 @@ def _chunk_bounds(n, chunks):
 
 
 @composite("chunk", method="chunk", torch=lambda th, x, chunks, dim=0: th.chunk(x, chunks, dim),
-           samples=lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 2, 6), 4, dim=1), Sample(_r(rng, 2, 3), 1, -1)])
+           samples=lambda rng: [Sample(_r(rng, 5, 3), 3), Sample(_r(rng, 2, 6), 4, dim=1), Sample(_r(rng, 2, 3), 1, -1)], complex=True)
 @named("chunk")
 def chunk(input, chunks, dim=0):  # noqa: A002
     """PyTorch's ``chunk``: ``dim`` cut into pieces of ``ceil(size / chunks)`` (the last shorter;
@@ -487,7 +487,7 @@ def chunk(input, chunks, dim=0):  # noqa: A002
 
 
 @composite("unbind", method="unbind", torch=lambda th, x, dim=0: th.unbind(x, dim),
-           samples=lambda rng: [Sample(_r(rng, 3, 2)), Sample(_r(rng, 2, 3, 2), dim=-2)])
+           samples=lambda rng: [Sample(_r(rng, 3, 2)), Sample(_r(rng, 2, 3, 2), dim=-2)], complex=True)
 @named("unbind")
 def unbind(input, dim=0):  # noqa: A002
     """PyTorch's ``unbind``: the slices along ``dim``, which is removed, as a tuple of views."""
@@ -503,7 +503,7 @@ def unbind(input, dim=0):  # noqa: A002
 
 
 @composite("take", numpy=(np.take,), samples=lambda rng: [Sample(_r(rng, 3, 4), np.array([0, 2, 2])), Sample(_r(rng, 3, 4), np.array([[3], [0]]), axis=1),
-                           Sample(_r(rng, 3, 4), 1, axis=-1)], method="take")
+                           Sample(_r(rng, 3, 4), 1, axis=-1)], method="take", complex=True)
 @named("take")
 def take(a, indices, axis=None):
     """Elements at ``indices`` along ``axis`` (of the flattened tensor when None); repeated indices
@@ -516,7 +516,7 @@ def take(a, indices, axis=None):
 
 @composite("take_along_axis", numpy=(np.take_along_axis,), samples=lambda rng: [Sample(_r(rng, 3, 4), np.array([[0, 3], [1, 1], [2, 0]]), axis=1),
                                       Sample(_r(rng, 3, 4), np.array([[2, 0, 1, 1]]), axis=0)],
-      torch=lambda th, x, i, axis: th.take_along_dim(x, i, axis))
+      torch=lambda th, x, i, axis: th.take_along_dim(x, i, axis), complex=True)
 @named("take_along_axis")
 def take_along_axis(arr, indices, axis):
     """``arr`` indexed by ``indices`` along ``axis``, matching it elsewhere (``argsort``'s partner)."""
@@ -625,7 +625,7 @@ def mg_zeros_like_int(a):
 
 @composite("diagonal", numpy=(np.diagonal,), samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 3, 4), -2),
                                Sample(_r(rng, 2, 3, 4), 0, 2, 1), Sample(_r(rng, 2, 3, 3), axis1=-1, axis2=-2)],
-      method="diagonal", torch=lambda th, x, offset=0, axis1=0, axis2=1: th.diagonal(x, offset, axis1, axis2))
+      method="diagonal", torch=lambda th, x, offset=0, axis1=0, axis2=1: th.diagonal(x, offset, axis1, axis2), complex=True)
 @named("diagonal")
 def diagonal(a, offset=0, axis1=0, axis2=1):
     """The diagonal of the ``axis1``/``axis2`` planes, offset above (``offset > 0``) or below; the
@@ -642,7 +642,7 @@ def diagonal(a, offset=0, axis1=0, axis2=1):
 
 
 @composite("trace", numpy=(np.trace,), samples=lambda rng: [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 2, 3, 3), 0, 1, 2)],
-      method="trace")
+      method="trace", complex=True)
 @named("trace")
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
     """The sum along the diagonal (``diagonal``'s arguments); ints sum in int64."""
@@ -650,7 +650,7 @@ def trace(a, offset=0, axis1=0, axis2=1, dtype=None):
 
 
 @composite("diag", numpy=(np.diag,), samples=lambda rng: [Sample(_r(rng, 3)), Sample(_r(rng, 3), 1), Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), -1)],
-      torch=lambda th, x, k=0: th.diag(x, k))
+      torch=lambda th, x, k=0: th.diag(x, k), complex=True)
 @named("diag")
 def diag(v, k=0):
     """A 1-D input: the square matrix with ``v`` on its ``k``-th diagonal. A 2-D input: its
@@ -680,7 +680,7 @@ def _tri_samples(rng):
     return [Sample(_r(rng, 3, 4)), Sample(_r(rng, 3, 4), 1), Sample(_r(rng, 2, 3, 3), -1)]
 
 
-@composite("tril", numpy=(np.tril,), samples=_tri_samples, torch=lambda th, x, k=0: th.tril(x, k))
+@composite("tril", numpy=(np.tril,), samples=_tri_samples, torch=lambda th, x, k=0: th.tril(x, k), complex=True)
 @named("tril")
 def tril(m, k=0):
     """The lower triangle (on and below the ``k``-th diagonal) of the last two axes; zeros elsewhere,
@@ -688,7 +688,7 @@ def tril(m, k=0):
     return _triangle(m, k, True, "tril")
 
 
-@composite("triu", numpy=(np.triu,), samples=_tri_samples, torch=lambda th, x, k=0: th.triu(x, k))
+@composite("triu", numpy=(np.triu,), samples=_tri_samples, torch=lambda th, x, k=0: th.triu(x, k), complex=True)
 @named("triu")
 def triu(m, k=0):
     """The upper triangle (on and above the ``k``-th diagonal) of the last two axes; zeros elsewhere,
@@ -701,7 +701,7 @@ def triu(m, k=0):
 
 @composite("diag_embed", method="diag_embed", samples=lambda rng: [
     Sample(_r(rng, 3)), Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), -1, 0, 2), Sample(_r(rng, 2, 3), 0, -1, 0)],
-    torch=lambda th, x, offset=0, dim1=-2, dim2=-1: th.diag_embed(x, offset, dim1, dim2))
+    torch=lambda th, x, offset=0, dim1=-2, dim2=-1: th.diag_embed(x, offset, dim1, dim2), complex=True)
 @named("diag_embed")
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002 - PyTorch's names
     """PyTorch's ``diag_embed``: the last dim of ``input`` on the ``offset``-th diagonal of new
@@ -727,7 +727,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002 - PyTorch's nam
 
 @composite("repeat_interleave", method="repeat_interleave", samples=lambda rng: [
     Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), np.array([1, 0, 2]), dim=1), Sample(_r(rng, 2, 3), 3, dim=0)],
-    torch=lambda th, x, repeats, dim=None: th.repeat_interleave(x, repeats, dim))
+    torch=lambda th, x, repeats, dim=None: th.repeat_interleave(x, repeats, dim), complex=True)
 @named("repeat_interleave")
 def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A002
     """PyTorch's ``repeat_interleave``: each element repeated ``repeats`` times (an int, or one
@@ -747,7 +747,7 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):  # noqa: A
 
 
 @composite("torch_tril", method="tril", export=False, samples=_tri_samples,
-           torch=lambda th, x, diagonal=0: th.tril(x, diagonal))
+           torch=lambda th, x, diagonal=0: th.tril(x, diagonal), complex=True)
 @named("tril")
 def torch_tril(input, diagonal=0):  # noqa: A002 - PyTorch's names
     """PyTorch's ``Tensor.tril(diagonal=0)``: the lower triangle of the last two dims, zeros elsewhere."""
@@ -755,7 +755,7 @@ def torch_tril(input, diagonal=0):  # noqa: A002 - PyTorch's names
 
 
 @composite("torch_triu", method="triu", export=False, samples=_tri_samples,
-           torch=lambda th, x, diagonal=0: th.triu(x, diagonal))
+           torch=lambda th, x, diagonal=0: th.triu(x, diagonal), complex=True)
 @named("triu")
 def torch_triu(input, diagonal=0):  # noqa: A002
     """PyTorch's ``Tensor.triu(diagonal=0)``: the upper triangle of the last two dims, zeros elsewhere."""
@@ -764,7 +764,7 @@ def torch_triu(input, diagonal=0):  # noqa: A002
 
 @composite("torch_diag", method="diag", export=False,
            samples=lambda rng: [Sample(_r(rng, 3)), Sample(_r(rng, 3), 1), Sample(_r(rng, 3, 4), diagonal=-1)],
-           torch=lambda th, x, diagonal=0: th.diag(x, diagonal))
+           torch=lambda th, x, diagonal=0: th.diag(x, diagonal), complex=True)
 @named("diag")
 def torch_diag(input, diagonal=0):  # noqa: A002
     """PyTorch's ``Tensor.diag(diagonal=0)``: a 1-D tensor on the ``diagonal``-th diagonal of a square
@@ -774,7 +774,7 @@ def torch_diag(input, diagonal=0):  # noqa: A002
 
 @composite("torch_roll", method="roll", export=False, torch=_torch_roll_oracle,
            samples=lambda rng: [Sample(_r(rng, 2, 3), 2), Sample(_r(rng, 2, 3), -1, 1),
-                                Sample(_r(rng, 2, 3, 2), (1, 2), dims=(0, -1))])
+                                Sample(_r(rng, 2, 3, 2), (1, 2), dims=(0, -1))], complex=True)
 @named("roll")
 def torch_roll(input, shifts, dims=None):  # noqa: A002
     """PyTorch's ``Tensor.roll(shifts, dims=None)``: elements shifted by ``shifts`` along ``dims``
@@ -787,7 +787,7 @@ def torch_roll(input, shifts, dims=None):  # noqa: A002
 
 @composite("torch_tile", method="tile", export=False, torch=lambda th, x, *dims: x.tile(*dims),
            samples=lambda rng: [Sample(_r(rng, 2, 3), (2,)), Sample(_r(rng, 2, 3), (2, 1, 2)),
-                                Sample(_r(rng, 2, 3), 1, 3), Sample(_r(rng, 2, 3), 2)])
+                                Sample(_r(rng, 2, 3), 1, 3), Sample(_r(rng, 2, 3), 2)], complex=True)
 @named("tile")
 def torch_tile(input, *dims):  # noqa: A002
     """PyTorch's ``Tensor.tile(*dims)``: repeated ``dims[i]`` times along each dim (ones prepended to
@@ -801,7 +801,7 @@ def torch_tile(input, *dims):  # noqa: A002
 
 @composite("torch_flip", method="flip", export=False, torch=lambda th, x, *dims, **kw: x.flip(*dims, **kw),
            samples=lambda rng: [Sample(_r(rng, 2, 3, 2), 0, 2), Sample(_r(rng, 2, 3), (0, -1)),
-                                Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), dims=(1,))])
+                                Sample(_r(rng, 2, 3), 1), Sample(_r(rng, 2, 3), dims=(1,))], complex=True)
 @named("flip")
 def torch_flip(input, *args, dims=NOARG):  # noqa: A002
     """PyTorch's ``Tensor.flip(*dims)``: reversed along ``dims`` (a tuple, or the ints themselves, or
@@ -815,7 +815,7 @@ def torch_flip(input, *args, dims=NOARG):  # noqa: A002
 
 @composite("torch_where", method="where", export=False, torch=lambda th, x, c, y: x.where(c, y),
            samples=lambda rng: [Sample(_r(rng, 3, 4), rng.random((3, 4)) > 0.5, _r(rng, 3, 4)),
-                                Sample(_r(rng, 4), rng.random((3, 1)) > 0.5, 2.0)])
+                                Sample(_r(rng, 4), rng.random((3, 1)) > 0.5, 2.0)], complex=True)
 @named("where")
 def torch_where(input, condition, y):  # noqa: A002
     """PyTorch's ``Tensor.where(condition, y)``: ``self`` where ``condition`` else ``y`` (broadcast)."""

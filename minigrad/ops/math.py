@@ -49,58 +49,59 @@ def _numpy_of(target):
 
 # -- unary -------------------------------------------------------------------------------------
 
-@composite("negative", kind="elementwise", numpy=_numpy_of(_ew.neg), samples=_unary_samples())
+@composite("negative", kind="elementwise", numpy=_numpy_of(_ew.neg), samples=_unary_samples(), complex=True)
 @named("negative")
 def negative(x):
     """-x, elementwise (NumPy's name for ``neg``)."""
     return _ew.neg(x)
 
 
-@composite("absolute", kind="elementwise", numpy=_numpy_of(_ew.abs), samples=_unary_samples(away=0.0))
+@composite("absolute", kind="elementwise", numpy=_numpy_of(_ew.abs), samples=_unary_samples(away=0.0), complex=True)
 @named("absolute")
 def absolute(x):
     """|x|, elementwise (NumPy's name for ``abs``)."""
     return _ew.abs(x)
 positive = row("positive", lambda xp, x: xp.positive(x), lambda ctx, g: (g,), family=UNARY, samples=_unary_samples(),
-               torch=lambda th, x: th.positive(x).clone(), numpy=(np.positive,))
+               torch=lambda th, x: th.positive(x).clone(), numpy=(np.positive,), complex=True)
 fabs = row("fabs", lambda xp, x: xp.fabs(x), lambda ctx, g: (g * ctx.xp.sign(ctx.saved[0]),), family=UNARY, save=(0,),
            samples=_unary_samples(away=0.0), torch=lambda th, x: th.abs(x), numpy=(np.fabs,))
 reciprocal = row("reciprocal", lambda xp, x: xp.reciprocal(x), lambda ctx, g: (-g * ctx.out * ctx.out,), family=UNARY,
-                 save_out=True, samples=_unary_samples(low=0.3), numpy=(np.reciprocal,))
+                 save_out=True, samples=_unary_samples(low=0.3), numpy=(np.reciprocal,), complex="holomorphic")
 square = row("square", lambda xp, x: xp.square(x), lambda ctx, g: (ctx.xp.scaled_mul(g, ctx.saved[0], c=2.0),),
-             family=UNARY, save=(0,), samples=_unary_samples(), numpy=(np.square,))
+             family=UNARY, save=(0,), samples=_unary_samples(), numpy=(np.square,), complex="holomorphic")
 cbrt = row("cbrt", lambda xp, x: xp.cbrt(x), lambda ctx, g: (g / (ctx.out * ctx.out * 3.0),), family=UNARY,
            save_out=True, samples=_unary_samples(away=0.0), torch=lambda th, x: th.sign(x) * x.abs() ** (1 / 3),
            numpy=(np.cbrt,))
 exp2 = row("exp2", lambda xp, x: xp.exp2(x), lambda ctx, g: (g * ctx.out * _LN2,), family=UNARY, save_out=True,
-           samples=_unary_samples(), numpy=(np.exp2,))
+           samples=_unary_samples(), numpy=(np.exp2,), complex="holomorphic")
 expm1 = row("expm1", lambda xp, x: xp.expm1(x), lambda ctx, g: (g * (ctx.out + 1.0),), family=UNARY, save_out=True,
-            samples=_unary_samples(), numpy=(np.expm1,))
+            samples=_unary_samples(), numpy=(np.expm1,), complex="holomorphic")
 log2 = row("log2", lambda xp, x: xp.log2(x), lambda ctx, g: (g / (ctx.saved[0] * _LN2),), family=UNARY, save=(0,),
-           samples=_unary_samples(low=0.2), numpy=(np.log2,))
+           samples=_unary_samples(low=0.2), numpy=(np.log2,), complex="holomorphic")
 log10 = row("log10", lambda xp, x: xp.log10(x), lambda ctx, g: (g / (ctx.saved[0] * _LN10),), family=UNARY, save=(0,),
-            samples=_unary_samples(low=0.2), numpy=(np.log10,))
+            samples=_unary_samples(low=0.2), numpy=(np.log10,), complex="holomorphic")
 tan = row("tan", lambda xp, x: xp.tan(x), lambda ctx, g: (g * (ctx.out * ctx.out + 1.0),), family=UNARY, save_out=True,
-          samples=_uniform(-1.2, 1.2), numpy=(np.tan,))
+          samples=_uniform(-1.2, 1.2), numpy=(np.tan,), complex="holomorphic")
 arcsin = row("arcsin", lambda xp, x: xp.arcsin(x), lambda ctx, g: (g / ctx.xp.sqrt(1.0 - ctx.saved[0] * ctx.saved[0]),),
-             family=UNARY, save=(0,), samples=_uniform(-0.9, 0.9), numpy=(np.arcsin,))
+             family=UNARY, save=(0,), samples=_uniform(-0.9, 0.9), numpy=(np.arcsin,), complex="holomorphic")
 arccos = row("arccos", lambda xp, x: xp.arccos(x),
              lambda ctx, g: (-g / ctx.xp.sqrt(1.0 - ctx.saved[0] * ctx.saved[0]),), family=UNARY, save=(0,),
-             samples=_uniform(-0.9, 0.9), numpy=(np.arccos,))
+             samples=_uniform(-0.9, 0.9), numpy=(np.arccos,), complex="holomorphic")
 arctan = row("arctan", lambda xp, x: xp.arctan(x), lambda ctx, g: (g / (ctx.saved[0] * ctx.saved[0] + 1.0),),
-             family=UNARY, save=(0,), samples=_unary_samples(), numpy=(np.arctan,))
+             family=UNARY, save=(0,), samples=_unary_samples(), numpy=(np.arctan,), complex="holomorphic")
 sinh = row("sinh", lambda xp, x: xp.sinh(x), lambda ctx, g: (g * ctx.xp.cosh(ctx.saved[0]),), family=UNARY, save=(0,),
-           samples=_unary_samples(), numpy=(np.sinh,))
+           samples=_unary_samples(), numpy=(np.sinh,), complex="holomorphic")
 cosh = row("cosh", lambda xp, x: xp.cosh(x), lambda ctx, g: (g * ctx.xp.sinh(ctx.saved[0]),), family=UNARY, save=(0,),
-           samples=_unary_samples(), numpy=(np.cosh,))
+           samples=_unary_samples(), numpy=(np.cosh,), complex="holomorphic")
 arcsinh = row("arcsinh", lambda xp, x: xp.arcsinh(x),
               lambda ctx, g: (g / ctx.xp.sqrt(ctx.saved[0] * ctx.saved[0] + 1.0),), family=UNARY, save=(0,),
-              samples=_unary_samples(), numpy=(np.arcsinh,))
+              samples=_unary_samples(), numpy=(np.arcsinh,), complex="holomorphic")
 arccosh = row("arccosh", lambda xp, x: xp.arccosh(x),
-              lambda ctx, g: (g / ctx.xp.sqrt(ctx.saved[0] * ctx.saved[0] - 1.0),), family=UNARY, save=(0,),
-              samples=_unary_samples(low=1.2), numpy=(np.arccosh,))
+              lambda ctx, g: (g / (ctx.xp.sqrt(ctx.saved[0] - 1.0) * ctx.xp.sqrt(ctx.saved[0] + 1.0)),), family=UNARY,
+              save=(0,),
+              samples=_unary_samples(low=1.2), numpy=(np.arccosh,), complex="holomorphic")
 arctanh = row("arctanh", lambda xp, x: xp.arctanh(x), lambda ctx, g: (g / (1.0 - ctx.saved[0] * ctx.saved[0]),),
-              family=UNARY, save=(0,), samples=_uniform(-0.9, 0.9), numpy=(np.arctanh,))
+              family=UNARY, save=(0,), samples=_uniform(-0.9, 0.9), numpy=(np.arctanh,), complex="holomorphic")
 deg2rad = row("deg2rad", lambda xp, x: xp.deg2rad(x), lambda ctx, g: (g * (math.pi / 180),), family=UNARY,
               samples=_unary_samples(), numpy=(np.deg2rad,))
 rad2deg = row("rad2deg", lambda xp, x: xp.rad2deg(x), lambda ctx, g: (g * (180 / math.pi),), family=UNARY,
@@ -120,7 +121,7 @@ def _sinc_rule(ctx, g):
 
 
 SINC = defop("sinc", lambda xp, x: xp.sinc(x), _sinc_rule, save=(0,), save_out=True, kind="elementwise",
-             samples=_unary_samples(away=0.0), torch=lambda th, x: th.sinc(x))
+             samples=_unary_samples(away=0.0), torch=lambda th, x: th.sinc(x), complex="holomorphic")
 
 
 @public(SINC, numpy=(np.sinc,))
@@ -152,35 +153,35 @@ def round(x, decimals=0):  # noqa: A001 - NumPy's name
 
 # -- binary ------------------------------------------------------------------------------------
 
-@composite("subtract", kind="elementwise", numpy=_numpy_of(_ew.sub), samples=_binary_samples)
+@composite("subtract", kind="elementwise", numpy=_numpy_of(_ew.sub), samples=_binary_samples, complex=True)
 @named("subtract")
 def subtract(x, y):
     """x - y with broadcasting (NumPy's name for ``sub``)."""
     return _ew.sub(x, y)
 
 
-@composite("multiply", kind="elementwise", numpy=_numpy_of(_ew.mul), samples=_binary_samples)
+@composite("multiply", kind="elementwise", numpy=_numpy_of(_ew.mul), samples=_binary_samples, complex=True)
 @named("multiply")
 def multiply(x, y):
     """x * y with broadcasting (NumPy's name for ``mul``)."""
     return _ew.mul(x, y)
 
 
-@composite("divide", kind="elementwise", numpy=_numpy_of(_ew.div), samples=lambda rng: _binary_samples(rng, low=0.5))
+@composite("divide", kind="elementwise", numpy=_numpy_of(_ew.div), samples=lambda rng: _binary_samples(rng, low=0.5), complex=True)
 @named("divide")
 def divide(x, y):
     """x / y, true division (NumPy's name for ``div``; also ``mg.true_divide``)."""
     return _ew.div(x, y)
 
 
-@composite("true_divide", kind="elementwise", samples=lambda rng: _binary_samples(rng, low=0.5))
+@composite("true_divide", kind="elementwise", samples=lambda rng: _binary_samples(rng, low=0.5), complex=True)
 @named("true_divide")
 def true_divide(x, y):
     """x / y, true division (NumPy's name for ``div``; ``np.true_divide`` is ``np.divide``)."""
     return _ew.div(x, y)
 
 
-@composite("power", kind="elementwise", numpy=_numpy_of(_ew.pow), samples=lambda rng: _binary_samples(rng, low=0.5))
+@composite("power", kind="elementwise", numpy=_numpy_of(_ew.pow), samples=lambda rng: _binary_samples(rng, low=0.5), complex=True)
 @named("power")
 def power(x, y):
     """x ** y with broadcasting (NumPy's name for ``pow``)."""
@@ -197,7 +198,7 @@ def remainder(x, y):
 
 FLOAT_POWER = defop("float_power", lambda xp, x, y: xp.float_power(x, y), _ew._pow_rule, save=(0, 1), broadcast=True,
                     kind="elementwise", ufunc="float_power", torch=lambda th, x, y: th.float_power(x, y),
-                    samples=lambda rng: _binary_samples(rng, low=0.5) + [Sample(_r(rng, 3, 4), 2)])
+                    samples=lambda rng: _binary_samples(rng, low=0.5) + [Sample(_r(rng, 3, 4), 2)], complex="holomorphic")
 
 
 @public(FLOAT_POWER, numpy=(np.float_power,))
@@ -291,11 +292,11 @@ copysign = row("copysign", lambda xp, x, y: xp.copysign(x, y), _copysign_rule, f
 
 
 isnan = row("isnan", lambda xp, x: xp.isnan(x), family=UNARY, method="isnan", numpy=(np.isnan,),
-            doc="Where x is NaN (a bool tensor).")
+            doc="Where x is NaN (a bool tensor).", complex=True)
 isinf = row("isinf", lambda xp, x: xp.isinf(x), family=UNARY, method="isinf", numpy=(np.isinf,),
-            doc="Where x is +inf or -inf (a bool tensor).")
+            doc="Where x is +inf or -inf (a bool tensor).", complex=True)
 isfinite = row("isfinite", lambda xp, x: xp.isfinite(x), family=UNARY, method="isfinite", numpy=(np.isfinite,),
-               doc="Where x is neither NaN nor infinite (a bool tensor).")
+               doc="Where x is neither NaN nor infinite (a bool tensor).", complex=True)
 signbit = row("signbit", lambda xp, x: xp.signbit(x), family=UNARY, method=(), numpy=(np.signbit,),
               doc="Where the sign bit is set (-0.0 included; a bool tensor).")
 
@@ -600,12 +601,12 @@ def digamma(input):  # noqa: A002
 # -- PyTorch's math names (composites of the ops above, or one row) ------------------------------
 
 def _rsqrt_fwd(xp, x):
-    return 1.0 / xp.sqrt(x if x.dtype.kind == "f" else x.astype(_fdtype(x)))  # an integer tensor: PyTorch's float dtype
+    return 1.0 / xp.sqrt(x if x.dtype.kind in "fc" else x.astype(_fdtype(x)))  # an integer tensor: PyTorch's float dtype
 
 
 rsqrt = row("rsqrt", _rsqrt_fwd, lambda ctx, g: (g * ctx.out * ctx.out * ctx.out * -0.5,), family=UNARY,
             save_out=True, samples=_unary_samples(low=0.2),
-            doc="PyTorch's ``rsqrt``: 1 / sqrt(x); gradient -1/2 x^(-3/2).")
+            doc="PyTorch's ``rsqrt``: 1 / sqrt(x); gradient -1/2 x^(-3/2).", complex="holomorphic")
 
 
 @composite("atan2", kind="elementwise", method="atan2", samples=lambda rng: _binary_samples(rng, low=0.3),
@@ -644,7 +645,7 @@ def _lerp_torch(th, x, end, weight):
 @composite("lerp", kind="elementwise", method="lerp", torch=_lerp_torch,
            samples=lambda rng: [Sample(_r(rng, 3, 4), _r(rng, 3, 4), 0.3),
                                 Sample(_r(rng, 3, 4), _r(rng, 4), _r(rng, 3, 1)),
-                                Sample(_r(rng, 4), _r(rng, 4), _r(rng, 4))])
+                                Sample(_r(rng, 4), _r(rng, 4), _r(rng, 4))], complex=True)
 @named("lerp")
 def lerp(input, end, weight):  # noqa: A002
     """PyTorch's ``lerp``: input + weight (end - input), weight a number or a tensor (broadcast)."""
@@ -664,7 +665,7 @@ def _value(value, op):
 
 
 @composite("addcmul", kind="elementwise", method="addcmul", samples=_addc_samples,
-           torch=lambda th, x, a, b, value=1: th.addcmul(x, a, b, value=value))
+           torch=lambda th, x, a, b, value=1: th.addcmul(x, a, b, value=value), complex=True)
 @named("addcmul")
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """PyTorch's ``addcmul``: input + value * tensor1 * tensor2 (broadcast)."""
@@ -673,7 +674,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
 
 
 @composite("addcdiv", kind="elementwise", method="addcdiv", samples=lambda rng: _addc_samples(rng, low=0.5),
-           torch=lambda th, x, a, b, value=1: th.addcdiv(x, a, b, value=value))
+           torch=lambda th, x, a, b, value=1: th.addcdiv(x, a, b, value=value), complex=True)
 @named("addcdiv")
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     """PyTorch's ``addcdiv``: input + value * tensor1 / tensor2 (broadcast)."""

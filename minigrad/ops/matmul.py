@@ -49,7 +49,7 @@ def _mm_samples(rng):
 
 # xp: the operands' module, as run_op found it (no second look-up per call)
 MATMUL = defop("matmul", lambda xp, a, b: xp.matmul(a, b), _mm_rule, save=(0, 1), broadcast=True, kind="other", ufunc="matmul",
-               jvp=multilinear_jvp(), samples=_mm_samples, torch=lambda th, a, b: a @ b)
+               jvp=multilinear_jvp(), samples=_mm_samples, torch=lambda th, a, b: a @ b, complex='holomorphic')
 
 
 @public(MATMUL, method="matmul", dunders=("__matmul__", "__rmatmul__"), numpy=(np.matmul,))
@@ -94,7 +94,7 @@ def _shape(v):
 
 
 @composite("outer", samples=lambda rng: [Sample(rng.standard_normal(3), rng.standard_normal(4))], numpy=(np.outer,),
-           method="outer", torch=lambda th, a, b: th.outer(a, b))
+           method="outer", torch=lambda th, a, b: th.outer(a, b), complex=True)
 @named("outer")
 def outer(a, b):
     """Outer product of two vectors (flattened first, as NumPy does)."""
@@ -123,7 +123,7 @@ def _as(v):
 
 
 @composite("mm", method="mm", samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal((4, 2)))],
-           torch=lambda th, a, b: th.mm(a, b))
+           torch=lambda th, a, b: th.mm(a, b), complex=True)
 @named("mm")
 def mm(input, mat2):  # noqa: A002 - PyTorch's name
     """PyTorch's ``mm``: the product of two matrices (2-D only, no broadcasting)."""
@@ -131,7 +131,7 @@ def mm(input, mat2):  # noqa: A002 - PyTorch's name
 
 
 @composite("bmm", method="bmm", samples=lambda rng: [Sample(rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 4, 5)))],
-           torch=lambda th, a, b: th.bmm(a, b))
+           torch=lambda th, a, b: th.bmm(a, b), complex=True)
 @named("bmm")
 def bmm(input, mat2):  # noqa: A002
     """PyTorch's ``bmm``: batched matrix products of (b, n, m) and (b, m, p) (no broadcasting)."""
@@ -139,7 +139,7 @@ def bmm(input, mat2):  # noqa: A002
 
 
 @composite("mv", method="mv", samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4))],
-           torch=lambda th, a, b: th.mv(a, b))
+           torch=lambda th, a, b: th.mv(a, b), complex=True)
 @named("mv")
 def mv(input, vec):  # noqa: A002
     """PyTorch's ``mv``: a matrix times a vector."""
@@ -149,7 +149,7 @@ def mv(input, vec):  # noqa: A002
 @composite("addmm", method="addmm", samples=lambda rng: [
     Sample(rng.standard_normal((3, 2)), rng.standard_normal((3, 4)), rng.standard_normal((4, 2))),
     Sample(rng.standard_normal(2), rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), beta=0.5, alpha=2.0)],
-    torch=lambda th, x, a, b, beta=1, alpha=1: th.addmm(x, a, b, beta=beta, alpha=alpha))
+    torch=lambda th, x, a, b, beta=1, alpha=1: th.addmm(x, a, b, beta=beta, alpha=alpha), complex=True)
 @named("addmm")
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """PyTorch's ``addmm``: ``beta * input + alpha * (mat1 @ mat2)``, ``input`` broadcast to the
@@ -209,7 +209,7 @@ def _mm_tn_rule(ctx, g):
 # a.T @ b for 2-D a and b: linear's weight gradient (g.T @ x) as one op, not a permute and a matmul
 MATMUL_TN = defop("matmul_tn", lambda xp, a, b: xp.matmul(a.T, b), _mm_tn_rule, save=(0, 1), save_for_others=True,
                   kind="other", jvp=multilinear_jvp(), torch=lambda th, a, b: a.T @ b,
-                  samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 4)))])
+                  samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 4)))], complex='holomorphic')
 
 
 def _linear_jvp(ctx, tx, tw, tb=None):
@@ -228,7 +228,7 @@ LINEAR = defop("linear", _linear_fwd, _linear_rule, save=(0, 1), save_for_others
                torch=lambda th, x, w, b=None: th.nn.functional.linear(x, w, b),
                samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((4, 3)),
                                            rng.standard_normal(4)),
-                                    Sample(rng.standard_normal((2, 5, 3)), rng.standard_normal((4, 3)))])
+                                    Sample(rng.standard_normal((2, 5, 3)), rng.standard_normal((4, 3)))], complex='holomorphic')
 
 
 @public(LINEAR, export=False)

@@ -88,14 +88,14 @@ LIKE = Family("other", _like_fn, named=True)  # NumPy's *_like factories: consta
 
 zeros_like = row("zeros_like", _like_fwd("zeros"), family=LIKE, method=(), numpy=(np.zeros_like,),
                  doc="A Tensor of zeros with ``a``'s shape and dtype (NumPy's keywords; "
-                     "``device=``, ``requires_grad=`` as mg.zeros).")
+                     "``device=``, ``requires_grad=`` as mg.zeros).", complex=True)
 ones_like = row("ones_like", _like_fwd("ones"), family=LIKE, method=(), numpy=(np.ones_like,),
-                doc="A Tensor of ones with ``a``'s shape and dtype (NumPy's keywords).")
+                doc="A Tensor of ones with ``a``'s shape and dtype (NumPy's keywords).", complex=True)
 empty_like = row("empty_like", _like_fwd("empty"), family=LIKE, method=(), numpy=(np.empty_like,),
-                 doc="An uninitialised Tensor with ``a``'s shape and dtype.")
+                 doc="An uninitialised Tensor with ``a``'s shape and dtype.", complex=True)
 full_like = row("full_like", _like_fwd("full"), family=LIKE, method=(), numpy=(np.full_like,),
                 doc="A Tensor of ``fill_value`` with ``a``'s shape and dtype (NumPy's "
-                    "``full_like(a, fill_value, dtype=None, ...)``).")
+                    "``full_like(a, fill_value, dtype=None, ...)``).", complex=True)
 
 
 # -- PyTorch's factories on a tensor (x.new_zeros(...)) and torch.is_tensor ------------------------

@@ -22,7 +22,7 @@ _SIGS: dict = {}
 
 # names NumPy gives the operands (mapped by position onto minigrad's leading parameters)
 _DATA = frozenset(("a", "b", "x", "y", "x1", "x2", "array", "arrays", "condition", "operands", "prototype", "m", "v",
-                   "ary", "arr", "tup", "A", "arys"))
+                   "ary", "arr", "tup", "A", "arys", "val", "z"))
 # NumPy's name for a parameter -> minigrad's names for it, tried in order
 _ALIASES = {"axis1": ("dim0", "a"), "axis2": ("dim1", "b"), "a_min": ("min",), "a_max": ("max",),
             "newshape": ("shape",), "axis": ("dim",), "keepdims": ("keepdim",)}

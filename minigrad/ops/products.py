@@ -23,7 +23,7 @@ def _labels(n, start=0):
 @composite("tensordot", numpy=(np.tensordot,), samples=lambda rng: [
     Sample(_r(rng, 2, 3, 4), _r(rng, 3, 4, 5)), Sample(_r(rng, 2, 3), _r(rng, 3, 2), 1),
     Sample(_r(rng, 2, 3, 4), _r(rng, 4, 2, 3), ([1, 2], [2, 0])), Sample(_r(rng, 2), _r(rng, 3), 0)],
-    torch=lambda th, a, b, axes=2: th.tensordot(a, b, axes))
+    torch=lambda th, a, b, axes=2: th.tensordot(a, b, axes), complex=True)
 @named("tensordot")
 def tensordot(a, b, axes=2):
     """Sum products over the last ``axes`` axes of ``a`` and the first of ``b`` (an int), or over
@@ -52,7 +52,7 @@ def tensordot(a, b, axes=2):
 
 @composite("dot", method="dot", numpy=(np.dot,), samples=lambda rng: [
     Sample(_r(rng, 3), _r(rng, 3)), Sample(_r(rng, 2, 3), _r(rng, 3, 4)), Sample(_r(rng, 2, 3, 4), _r(rng, 5, 4, 2)),
-    Sample(_r(rng, 2, 3), _r(rng, 3)), Sample(_r(rng, 2, 3), 1.5)])
+    Sample(_r(rng, 2, 3), _r(rng, 3)), Sample(_r(rng, 2, 3), 1.5)], complex=True)
 @named("dot")
 def dot(a, b):
     """NumPy's ``dot``: a product with a 0-d operand, the inner product of vectors, the matrix product
@@ -66,19 +66,21 @@ def dot(a, b):
     return tensordot(a, b, ([a.ndim - 1], [b.ndim - 2]))
 
 
-@composite("vdot", numpy=(np.vdot,), samples=lambda rng: [Sample(_r(rng, 3), _r(rng, 3)), Sample(_r(rng, 2, 3), _r(rng, 3, 2))])
+@composite("vdot", numpy=(np.vdot,), samples=lambda rng: [Sample(_r(rng, 3), _r(rng, 3)), Sample(_r(rng, 2, 3), _r(rng, 3, 2))], complex=True)
 @named("vdot")
 def vdot(a, b):
-    """The dot product of the flattened inputs (a 0-d result)."""
+    """The dot product of the flattened inputs (a 0-d result), the first conjugated (NumPy's)."""
+    from .complex_ops import conj
+
     a, b = as_tensor(a, "vdot"), as_tensor(b, "vdot")
     if a.size != b.size:
         raise ValueError(f"vdot: inputs of {a.size} and {b.size} elements")
-    return (reshape(a, (-1,)) * reshape(b, (-1,))).sum()
+    return (conj(reshape(a, (-1,))) * reshape(b, (-1,))).sum()
 
 
 @composite("inner", numpy=(np.inner,), samples=lambda rng: [Sample(_r(rng, 3), _r(rng, 3)), Sample(_r(rng, 2, 3), _r(rng, 4, 3)),
                                                            Sample(_r(rng, 2, 3), 2.0)],
-           torch=lambda th, a, b: th.inner(a, b if isinstance(b, th.Tensor) else th.tensor(b, dtype=a.dtype)))
+           torch=lambda th, a, b: th.inner(a, b if isinstance(b, th.Tensor) else th.tensor(b, dtype=a.dtype)), complex=True)
 @named("inner")
 def inner(a, b):
     """Sum products over the last axes (a product with a 0-d operand)."""
@@ -89,7 +91,7 @@ def inner(a, b):
 
 
 @composite("kron", numpy=(np.kron,), method="kron", samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 3, 2)), Sample(_r(rng, 3), _r(rng, 2, 2))],
-           torch=lambda th, a, b: th.kron(a, b))
+           torch=lambda th, a, b: th.kron(a, b), complex=True)
 @named("kron")
 def kron(a, b):
     """The Kronecker product: blocks of ``b`` scaled by each element of ``a``."""

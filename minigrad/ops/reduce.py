@@ -147,7 +147,7 @@ def _sum_rule(ctx, g, axes, keepdims, dtype=None):
 
 SUM = defop("sum", _sum_fwd, _sum_rule, kind="reduce", jvp=linear_jvp(0), info=_axes_info, samples=lambda rng: _reduce_samples(rng) + [
     Sample(rng.standard_normal((3, 4)), axes=(), keepdims=False)],
-    torch=lambda th, x, axes, keepdims, dtype=None: x.sum(dim=axes, keepdim=keepdims) if axes else x.clone())
+    torch=lambda th, x, axes, keepdims, dtype=None: x.sum(dim=axes, keepdim=keepdims) if axes else x.clone(), complex=True)
 
 
 @public(SUM, method="sum", numpy=(np.sum,))
@@ -191,7 +191,7 @@ def sum(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
 
 
 @composite("sum_to", method="sum_to", kind="reduce",
-           samples=lambda rng: [Sample(rng.standard_normal((2, 3, 4)), (3, 1)), Sample(rng.standard_normal((3, 4)), (4,))])
+           samples=lambda rng: [Sample(rng.standard_normal((2, 3, 4)), (3, 1)), Sample(rng.standard_normal((3, 4)), (4,))], complex=True)
 @named("sum_to")
 def sum_to(x, shape):
     """The one inverse of broadcasting: sum ``x`` down to ``shape``.
@@ -211,7 +211,7 @@ def sum_to(x, shape):
 
 
 @composite("mean", method="mean", kind="reduce", numpy=(np.mean,),
-           samples=lambda rng: [Sample(rng.standard_normal((2, 3)), 1), Sample(rng.standard_normal((2, 3)))])
+           samples=lambda rng: [Sample(rng.standard_normal((2, 3)), 1), Sample(rng.standard_normal((2, 3)))], complex=True)
 @named("mean")
 def mean(x, axis=NOARG, keepdims=NOARG, dtype=None, *, dim=NOARG, keepdim=NOARG):
     """Arithmetic mean over the given axes (sum's axis rules); ints average to float64."""
@@ -429,8 +429,8 @@ max = row("max", _extreme_fwd("max"), _extreme_rule, family=EXTREME, indices=arg
 min = row("min", _extreme_fwd("min"), _extreme_rule, family=EXTREME, indices=argmin,  # noqa: A001
           samples=_extreme_samples, torch=_extreme_torch("amin", "min"), numpy=(np.min,))
 
-ANY = defop("any", lambda xp, x, axis, keepdims: xp.asarray(x.any(axis=axis, keepdims=keepdims)), kind="reduce")
-ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, keepdims=keepdims)), kind="reduce")
+ANY = defop("any", lambda xp, x, axis, keepdims: xp.asarray(x.any(axis=axis, keepdims=keepdims)), kind="reduce", complex=True)
+ALL = defop("all", lambda xp, x, axis, keepdims: xp.asarray(x.all(axis=axis, keepdims=keepdims)), kind="reduce", complex=True)
 
 
 @public(ANY, method="any", export=False)

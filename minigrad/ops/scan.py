@@ -70,7 +70,7 @@ def _prod_samples(rng):
 
 
 PROD = defop("prod", _prod_fwd, _prod_rule, save=(0,), save_out=True, kind="reduce", info=_axes_info,
-             jvp=_prod_jvp, samples=_prod_samples, torch=_torch_prod)
+             jvp=_prod_jvp, samples=_prod_samples, torch=_torch_prod, complex='holomorphic')
 
 
 @public(PROD, method="prod", numpy=(np.prod,))
@@ -143,10 +143,10 @@ def _scan_samples(rng):
 
 CUMSUM = defop("cumsum", lambda xp, x, axis, dtype=None: xp.cumsum(x, axis=axis, dtype=dtype), _cumsum_rule,
                kind="reduce", jvp=linear_jvp(0), info=lambda axis, dtype=None: {"axis": axis}, samples=_scan_samples,
-               torch=lambda th, x, axis, dtype=None: th.cumsum(x, axis))
+               torch=lambda th, x, axis, dtype=None: th.cumsum(x, axis), complex=True)
 CUMPROD = defop("cumprod", lambda xp, x, axis, dtype=None: xp.cumprod(x, axis=axis, dtype=dtype), _cumprod_rule,
                 save=(0,), save_out=True, kind="reduce", info=lambda axis, dtype=None: {"axis": axis},
-                jvp=_cumprod_jvp, samples=_scan_samples, torch=lambda th, x, axis, dtype=None: th.cumprod(x, axis))
+                jvp=_cumprod_jvp, samples=_scan_samples, torch=lambda th, x, axis, dtype=None: th.cumprod(x, axis), complex='holomorphic')
 
 
 def _scan(op, x, axis, dtype):
@@ -189,7 +189,7 @@ def _diff_torch(th, x, n=1, axis=-1, prepend=None, append=None, dim=None):
     return th.diff(x, n, axis, pre, None if append is None else th.as_tensor(append))
 
 
-@composite("diff", kind="reduce", numpy=(np.diff,), samples=_diff_samples, method="diff", torch=_diff_torch)
+@composite("diff", kind="reduce", numpy=(np.diff,), samples=_diff_samples, method="diff", torch=_diff_torch, complex=True)
 @named("diff")
 def diff(x, n=1, axis=NOARG, prepend=NOARG, append=NOARG, *, dim=NOARG):
     """The n-th discrete difference along ``axis`` (PyTorch's ``dim=``; default the last; NumPy's

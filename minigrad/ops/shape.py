@@ -49,7 +49,7 @@ def _axis(a, ndim, op):
 RESHAPE = defop("reshape", lambda xp, x, shape: x.reshape(shape), lambda ctx, g, shape: (g.reshape(ctx.meta[0][0]),),
                 view="maybe", kind="view", jvp=linear_jvp(0), torch=lambda th, x, shape: x.reshape(shape),
                 info=lambda shape: {"shape": shape},
-                samples=lambda rng: [Sample(_r(rng, 2, 3, 4), shape=(6, 4)), Sample(_r(rng, 6), shape=(3, 2, 1))])
+                samples=lambda rng: [Sample(_r(rng, 2, 3, 4), shape=(6, 4)), Sample(_r(rng, 6), shape=(3, 2, 1))], complex=True)
 
 
 def _do_reshape(op, x, shape):
@@ -78,10 +78,10 @@ def _do_reshape(op, x, shape):
         reraise(e, op)
 
 
-DETACH = defop("detach", lambda xp, x: x, kind="view")  # no rule: its result is cut from the graph
+DETACH = defop("detach", lambda xp, x: x, kind="view", complex=True)  # no rule: its result is cut from the graph
 # the identity as a view: make_dual's and unpack_dual's primal, a transform's input (forward_ad, func)
 ALIAS = defop("alias", lambda xp, x: x, lambda ctx, g: (g,), view=True, kind="view", jvp=linear_jvp(0),
-              samples=lambda rng: [Sample(_r(rng, 2, 3))])
+              samples=lambda rng: [Sample(_r(rng, 2, 3))], complex=True)
 
 
 @public(DETACH, method="detach", export=False)
@@ -100,13 +100,13 @@ def reshape(x, *shape):
 
 
 @composite("view", method="view", export=False,
-           samples=lambda rng: [Sample(_r(rng, 2, 3), 3, 2)])
+           samples=lambda rng: [Sample(_r(rng, 2, 3), 3, 2)], complex=True)
 def view(x, *shape):
     """Same storage with a new shape; raises when that needs a copy (use reshape)."""
     return _do_reshape("view", x, shape)
 
 
-@composite("flatten", method=("flatten",), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 1)])
+@composite("flatten", method=("flatten",), samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 1)], complex=True)
 @named("flatten")
 def flatten(x, start_dim=0, end_dim=-1):
     """Merge dims start_dim..end_dim into one (PyTorch's flatten; all dims by default)."""
@@ -125,7 +125,7 @@ def flatten(x, start_dim=0, end_dim=-1):
     return reshape(x, shp[:s] + (n,) + shp[e + 1:])
 
 
-@composite("ravel", method="ravel", numpy=(np.ravel,), samples=lambda rng: [Sample(_r(rng, 2, 3))])
+@composite("ravel", method="ravel", numpy=(np.ravel,), samples=lambda rng: [Sample(_r(rng, 2, 3))], complex=True)
 @named("ravel")
 def ravel(x, order="C"):
     """All elements in one dim, in C order (``flatten()``)."""
@@ -145,7 +145,7 @@ PERMUTE = defop("permute", lambda xp, x, dims: x.transpose(dims), _permute_rule,
                 info=lambda dims: {"dims": dims},
                 torch=lambda th, x, dims: x.permute(dims),
                 samples=lambda rng: [Sample(_r(rng, 2, 3, 4), dims=(2, 0, 1)), Sample(_r(rng, 2, 3), dims=(1, 0)),
-                                     Sample(_r(rng, 3, 3), dims=(1, 0))])
+                                     Sample(_r(rng, 3, 3), dims=(1, 0))], complex=True)
 
 
 @public(PERMUTE, method="permute")
@@ -166,7 +166,7 @@ def permute(x, *dims):
 
 
 @composite("transpose", method="transpose", numpy=(np.transpose,),
-           samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 4), 0, 2)])
+           samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 2, 3, 4), 0, 2)], complex=True)
 @named("transpose")
 def transpose(x, *axes):
     """No args: reverse the dims (NumPy, ``.T``). Two dims: swap them (PyTorch), on
@@ -183,7 +183,7 @@ def transpose(x, *axes):
 
 
 @composite("swapaxes", method=("swapaxes", "swapdims"), numpy=(np.swapaxes,),
-           samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1)])
+           samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 0, -1)], complex=True)
 def swapaxes(x, a, b):
     """Swap two dims (a view)."""
     x = as_tensor(x, "swapaxes")
@@ -211,7 +211,7 @@ def matrix_transpose(x):
 # -- squeeze / unsqueeze -------------------------------------------------------------
 
 
-@composite("squeeze", method="squeeze", numpy=(np.squeeze,), samples=lambda rng: [Sample(_r(rng, 2, 1, 3))])
+@composite("squeeze", method="squeeze", numpy=(np.squeeze,), samples=lambda rng: [Sample(_r(rng, 2, 1, 3))], complex=True)
 @named("squeeze")
 def squeeze(x, axis=None, dim=None):
     """Remove size-1 dims (all of them, or those named; naming a dim of size != 1 is an error)."""
@@ -230,7 +230,7 @@ def squeeze(x, axis=None, dim=None):
     return reshape(x, new)
 
 
-@composite("unsqueeze", method="unsqueeze", samples=lambda rng: [Sample(_r(rng, 2, 3), -1)])
+@composite("unsqueeze", method="unsqueeze", samples=lambda rng: [Sample(_r(rng, 2, 3), -1)], complex=True)
 def unsqueeze(x, dim):
     """Insert a size-1 dim at ``dim`` (in [-ndim-1, ndim])."""
     x = as_tensor(x, "unsqueeze")
@@ -250,7 +250,7 @@ BROADCAST_TO = defop("broadcast_to", lambda xp, x, shape: xp.broadcast_to(x, sha
                      lambda ctx, g, shape: (sum_to(g, ctx.meta[0][0]),), view=True, kind="broadcast", jvp=linear_jvp(0),
                      info=lambda shape: {"shape": shape},
                      torch=lambda th, x, shape: x.broadcast_to(shape),
-                     samples=lambda rng: [Sample(_r(rng, 3, 1), shape=(2, 3, 4)), Sample(_r(rng, 4), shape=(3, 4))])
+                     samples=lambda rng: [Sample(_r(rng, 3, 1), shape=(2, 3, 4)), Sample(_r(rng, 4), shape=(3, 4))], complex=True)
 
 
 @public(BROADCAST_TO, method="broadcast_to", numpy=(np.broadcast_to,))
@@ -275,7 +275,7 @@ def broadcast_to(x, shape):
         reraise(e, "broadcast_to")
 
 
-@composite("expand", method="expand", export=True, samples=lambda rng: [Sample(_r(rng, 3, 1), 2, -1, 4)])
+@composite("expand", method="expand", export=True, samples=lambda rng: [Sample(_r(rng, 3, 1), 2, -1, 4)], complex=True)
 @named("expand")
 def expand(x, *sizes):
     """PyTorch's expand: broadcast to ``sizes``, where -1 keeps that dim."""
@@ -311,7 +311,7 @@ CONCATENATE = defop("concatenate", _concat_fwd, _concat_rule, kind="other", jvp=
                     info=lambda axis, sizes: {"axis": axis},
                     torch=lambda th, *xs, axis, sizes: th.cat(xs, axis),
                     samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 4, 3), axis=0, sizes=(2, 4)),
-                                         Sample(_r(rng, 2, 1), _r(rng, 2, 2), axis=1, sizes=(1, 2))])
+                                         Sample(_r(rng, 2, 1), _r(rng, 2, 2), axis=1, sizes=(1, 2))], complex=True)
 
 
 @public(CONCATENATE, numpy=(np.concatenate,))
@@ -344,7 +344,7 @@ def _stack_rule(ctx, g, axis):
 STACK = defop("stack", lambda xp, *xs, axis: xp.stack(xs, axis), _stack_rule, kind="other", jvp=linear_jvp(),
               info=lambda axis: {"axis": axis},
               torch=lambda th, *xs, axis: th.stack(xs, axis),
-              samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 2, 3), axis=1)])
+              samples=lambda rng: [Sample(_r(rng, 2, 3), _r(rng, 2, 3), axis=1)], complex=True)
 
 
 @public(STACK, numpy=(np.stack,))
@@ -371,7 +371,7 @@ def stack(tensors, axis=0, *, dim=None):
 TO = defop("to", lambda xp, x, device, src: _be.to_device(x, device),
            lambda ctx, g, device, src: (ctx.xp.to(g, device=src, src=device),), kind="other", jvp=linear_jvp(0),
            info=lambda device, src: {"device": device},
-           samples=lambda rng: [Sample(_r(rng, 2, 3), device="cpu", src="cpu")])
+           samples=lambda rng: [Sample(_r(rng, 2, 3), device="cpu", src="cpu")], complex=True)
 
 
 @public(TO, export=False)
@@ -396,7 +396,7 @@ def to(x, device=None, dtype=None):
     return t
 
 
-@composite("contiguous", method="contiguous", export=False, samples=lambda rng: [Sample(_r(rng, 3, 2).T)])
+@composite("contiguous", method="contiguous", export=False, samples=lambda rng: [Sample(_r(rng, 3, 2).T)], complex=True)
 def contiguous(x):
     """Self when C-contiguous, else a contiguous copy (differentiable)."""
     return x if x.is_contiguous() else x.clone()
@@ -435,7 +435,7 @@ def _int_arg(v, what, op):
 
 
 @composite("narrow", method="narrow", torch=lambda th, x, dim, start, length: th.narrow(x, dim, start, length),
-           samples=lambda rng: [Sample(_r(rng, 4, 3), 0, 1, 2), Sample(_r(rng, 2, 5), -1, -3, 3)])
+           samples=lambda rng: [Sample(_r(rng, 4, 3), 0, 1, 2), Sample(_r(rng, 2, 5), -1, -3, 3)], complex=True)
 @named("narrow")
 def narrow(input, dim, start, length):  # noqa: A002 - PyTorch's name
     """PyTorch's ``narrow``: the ``length`` entries of ``dim`` from ``start`` (negative counts
@@ -452,7 +452,7 @@ def narrow(input, dim, start, length):  # noqa: A002 - PyTorch's name
 
 
 @composite("select", method="select", torch=lambda th, x, dim, index: th.select(x, dim, index),
-           samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 1, -1), Sample(_r(rng, 3), 0, 2)])
+           samples=lambda rng: [Sample(_r(rng, 2, 3, 4), 1, -1), Sample(_r(rng, 3), 0, 2)], complex=True)
 @named("select")
 def select(input, dim, index):  # noqa: A002
     """PyTorch's ``select``: the slice at ``index`` of ``dim``, which is removed (a view)."""
@@ -465,7 +465,7 @@ def select(input, dim, index):  # noqa: A002
 
 
 @composite("t", method="t", torch=lambda th, x: th.t(x),
-           samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 3)), Sample(np.asarray(rng.standard_normal()))])
+           samples=lambda rng: [Sample(_r(rng, 2, 3)), Sample(_r(rng, 3)), Sample(np.asarray(rng.standard_normal()))], complex=True)
 @named("t")
 def t(input):  # noqa: A002
     """PyTorch's ``t``: a 2-D tensor transposed (a view); 0-D and 1-D ones as they are."""
@@ -476,7 +476,7 @@ def t(input):  # noqa: A002
 
 
 @composite("unflatten", method="unflatten", torch=lambda th, x, dim, sizes: th.unflatten(x, dim, sizes),
-           samples=lambda rng: [Sample(_r(rng, 2, 12), 1, (3, -1)), Sample(_r(rng, 6, 2), 0, (2, 3))])
+           samples=lambda rng: [Sample(_r(rng, 2, 12), 1, (3, -1)), Sample(_r(rng, 6, 2), 0, (2, 3))], complex=True)
 @named("unflatten")
 def unflatten(input, dim, sizes):  # noqa: A002
     """PyTorch's ``unflatten``: ``dim`` split into ``sizes`` (one may be -1), ``flatten``'s inverse."""
@@ -500,7 +500,7 @@ def _shape_of(other, op):
 
 
 @composite("expand_as", method="expand_as", torch=lambda th, x, other: x.expand_as(other),
-           samples=lambda rng: [Sample(_r(rng, 3, 1), _r(rng, 2, 3, 4), nondiff=(1,))])
+           samples=lambda rng: [Sample(_r(rng, 3, 1), _r(rng, 2, 3, 4), nondiff=(1,))], complex=True)
 @named("expand_as")
 def expand_as(input, other):  # noqa: A002
     """``expand(*other.shape)``: broadcast to ``other``'s shape (a read-only view)."""
@@ -513,7 +513,7 @@ def expand_as(input, other):  # noqa: A002
 
 
 @composite("view_as", method="view_as", torch=lambda th, x, other: x.view_as(other),
-           samples=lambda rng: [Sample(_r(rng, 2, 6), _r(rng, 3, 4), nondiff=(1,))])
+           samples=lambda rng: [Sample(_r(rng, 2, 6), _r(rng, 3, 4), nondiff=(1,))], complex=True)
 @named("view_as")
 def view_as(input, other):  # noqa: A002
     """``view(other.shape)``: the same storage in ``other``'s shape (an error where that needs a copy)."""
@@ -521,7 +521,7 @@ def view_as(input, other):  # noqa: A002
 
 
 @composite("reshape_as", method="reshape_as", torch=lambda th, x, other: x.reshape_as(other),
-           samples=lambda rng: [Sample(_r(rng, 2, 6), _r(rng, 3, 4), nondiff=(1,))])
+           samples=lambda rng: [Sample(_r(rng, 2, 6), _r(rng, 3, 4), nondiff=(1,))], complex=True)
 @named("reshape_as")
 def reshape_as(input, other):  # noqa: A002
     """``reshape(other.shape)``: a view where the layout allows, else a copy."""

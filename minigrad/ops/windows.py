@@ -145,11 +145,11 @@ def _overlap_add_batch(forward, arrays, params):
 
 WINDOWS = defop("windows", lambda xp, x, spec: _windows_array(x, spec),
                 lambda ctx, g, spec: (ctx.xp.overlap_add(g, spec=spec),), view=True, kind="view", jvp=linear_jvp(0),
-                samples=_windows_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
+                samples=_windows_samples, info=lambda spec: {"window": spec.window, "step": spec.step}, complex=True)
 OVERLAP_ADD = defop("overlap_add", lambda xp, g, spec: _overlap_add_array(g, spec),
                     lambda ctx, gg, spec: (ctx.xp.windows(gg, spec=spec),), kind="reduce", jvp=linear_jvp(0),
                     batch=_overlap_add_batch,
-                    samples=_overlap_samples, info=lambda spec: {"window": spec.window, "step": spec.step})
+                    samples=_overlap_samples, info=lambda spec: {"window": spec.window, "step": spec.step}, complex=True)
 
 
 def windows(x, window_shape, axes=None, step=1, dilation=1):

@@ -352,7 +352,7 @@ def _setitem_jvp(ctx, tx, *ts, template, sel_shape, vshape):
 
 SETITEM = defop("setitem", _setitem_fwd, _setitem_rule, save=(1, ..., -1), aux=True, kind="inplace", jvp=_setitem_jvp,
                 samples=lambda rng: [Sample(rng.standard_normal((3, 4)), rng.standard_normal(4), template=(1,),
-                                            sel_shape=(4,), vshape=(4,))])
+                                            sel_shape=(4,), vshape=(4,))], complex=True)
 
 
 def _fit_grad(gs, shape):

@@ -172,13 +172,26 @@ class Optimizer:
 
 def _with_grads(group):
     """(parameter, its array, the array module, its gradient array) for each parameter of ``group``
-    that has a gradient; the gradient negated when the group maximizes."""
+    that has a gradient; the gradient negated when the group maximizes. A complex parameter is given
+    as its real pairs (PyTorch 2's ``view_as_real``: flat, a view that writes through), so that an
+    update's squares (Adam's second moment, RMSprop's, Adagrad's) are kept per part, as PyTorch's."""
     for p in group["params"]:
         g = _grad_array(p)
         if g is None:
             continue
         d = p.data
-        yield p, d, _be.array_module(d), (-g if group.get("maximize") else g)
+        xp = _be.array_module(d)
+        if d.dtype.kind == "c":
+            d, g = _pairs(xp, d, p), _pairs(xp, xp.ascontiguousarray(g))
+        yield p, d, xp, (-g if group.get("maximize") else g)
+
+
+def _pairs(xp, a, p=None):
+    """A complex array's flat real pairs, a view of it (``p``: the parameter, named when it cannot be)."""
+    if not a.flags.c_contiguous:
+        raise ValueError(f"optimizer: the complex parameter of shape {p.shape} is not contiguous, so its real pairs "
+                         "cannot be updated in place; make it contiguous (.contiguous()) before the optimizer takes it")
+    return a.reshape(-1).view(a.real.dtype)
 
 
 def _grad_array(p):
