@@ -66,14 +66,14 @@ __all__ = sorted(
      "set_default_device", "get_default_device", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled",
      "grad", "gradcheck", "gradgradcheck", "compile", "CompileError", "AnomalyError", "AxisError", "GradcheckError", "MinigradError", "set_num_threads",
      "get_num_threads", "autograd", "func", "ops", "cat", "clamp", "dot", "save", "load", "nn", "optim", "sparse", "viz",
-     "strided", "io", "utils", "linalg", "distributions"] + list(ops.exports()))
+     "strided", "io", "utils", "linalg", "fft", "distributions"] + list(ops.exports()))
 
 
 def __getattr__(name):
     # subpackages that pull in more code load on first use
     import importlib
 
-    if name in ("nn", "optim", "sparse", "viz", "strided", "io", "profile", "utils", "linalg", "distributions"):
+    if name in ("nn", "optim", "sparse", "viz", "strided", "io", "profile", "utils", "linalg", "fft", "distributions"):
         mod = importlib.import_module(f".{name}", __name__)
         globals()[name] = mod
         return mod

@@ -294,7 +294,8 @@ class BatchedArray:
 
     def __array_function__(self, func, types, args, kwargs):
         mod = func.__module__ or ""
-        name = ("linalg." + func.__name__) if "linalg" in mod else func.__name__
+        name = ("linalg." + func.__name__) if "linalg" in mod else ("fft." + func.__name__) if mod.endswith(
+            ".fft") or ".fft." in mod else func.__name__
         return call(name, func, args, kwargs)
 
     def astype(self, dtype, copy=True, **kwargs):
@@ -680,6 +681,7 @@ def setitem(x, idx, value):
 # numpy functions by name -------------------------------------------------------------------------
 
 _RULES: dict = {}
+_NOAXES = object()  # an fft function's axes not given (fft2's default differs from fftn's)
 
 
 def rule(*names):
@@ -1148,6 +1150,31 @@ def _norm(fn, x, ord=None, axis=None, keepdims=False):
                 (1,) * x.ndim if keepdims else ())
         axis = tuple(range(x.ndim)) if x.ndim == 2 else 0
     return BatchedArray(x.level, fn(x.p, ord=ord, axis=_axes(axis, x.ndim), keepdims=keepdims))
+
+
+@rule("fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft")
+def _fft1(fn, x, n=None, axis=-1, norm=None):
+    if x.__class__ is not BatchedArray:
+        raise NoBatchRule(fn.__name__)
+    return BatchedArray(x.level, fn(x.p, n, _ax(axis, x.ndim) + 1, norm))
+
+
+@rule("fft.fftn", "fft.ifftn", "fft.rfftn", "fft.irfftn", "fft.fft2", "fft.ifft2", "fft.rfft2", "fft.irfft2")
+def _fftn(fn, x, s=None, axes=_NOAXES, norm=None):
+    """The n-d transforms: the axes past the batch axis (NumPy's defaults made explicit first)."""
+    if x.__class__ is not BatchedArray:
+        raise NoBatchRule(fn.__name__)
+    nd = x.ndim
+    if axes is _NOAXES:
+        axes = (-2, -1) if fn.__name__.endswith("2") else None
+    if axes is None:
+        axes = tuple(range(nd)) if s is None else tuple(range(nd - len(s), nd))
+    return BatchedArray(x.level, fn(x.p, s, _axes(tuple(axes), nd), norm))
+
+
+@rule("fft.fftshift", "fft.ifftshift")
+def _fftshift(fn, x, axes=None):
+    return BatchedArray(x.level, fn(x.p, tuple(range(1, x.p.ndim)) if axes is None else _axes(axes, x.ndim)))
 
 
 # ---------------------------------------------------------------------------

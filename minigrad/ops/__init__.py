@@ -19,6 +19,7 @@ from . import casts, einsum, elementwise, indexing, inplace, losses, matmul, red
 from . import join, linalg, math, meta, products, scan  # noqa: F401 - the differentiable NumPy (issue 32)
 from . import ordering  # noqa: F401 - PyTorch's topk, median, quantile, cummax, unique... (issue 42)
 from . import complex_ops  # noqa: F401 - conj, real, imag, angle, view_as_real... (issue 41)
+from . import fft  # noqa: F401 - the FFT (issue 41)
 from . import numpy_dispatch
 from ._registry import Sample, composite, registry
 from .numpy_dispatch import numpy_functions  # mg.ops.numpy_functions(): the table NumPy's protocols read

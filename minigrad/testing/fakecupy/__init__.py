@@ -45,6 +45,7 @@ from ._funcs import ascontiguousarray as ascontiguousarray
 from ._funcs import asnumpy as asnumpy
 from ._funcs import cupyx as cupyx
 from ._funcs import lib as lib
+from ._funcs import fft as fft
 from ._funcs import linalg as linalg
 from ._funcs import ufunc as ufunc
 from ._ndarray import ndarray as ndarray
@@ -70,7 +71,7 @@ _CONSTS = dict(
     bool_=_np.bool_, int8=_np.int8, int16=_np.int16, int32=_np.int32, int64=_np.int64, uint8=_np.uint8,
     uint16=_np.uint16, uint32=_np.uint32, uint64=_np.uint64, float16=_np.float16, float32=_np.float32,
     float64=_np.float64, complex64=_np.complex64, complex128=_np.complex128, intp=_np.intp,
-    ndarray=ndarray, ufunc=ufunc, linalg=linalg, lib=lib, cuda=cuda,
+    ndarray=ndarray, ufunc=ufunc, linalg=linalg, fft=fft, lib=lib, cuda=cuda,
 )
 
 

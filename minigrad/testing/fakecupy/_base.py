@@ -19,6 +19,7 @@ import numpy as _np
 _UFUNCS: dict = {}        # ufunc name -> the stand-in's ufunc
 _FUNCS: dict = {}         # module-level name -> the stand-in's function (ufuncs included)
 _LINALG_FUNCS: dict = {}  # numpy.linalg name -> the stand-in's linalg function
+_FFT_FUNCS: dict = {}  # numpy.fft name -> the stand-in's fft function (cupy.fft)
 
 _MSG_IMPLICIT = (
     "Implicit conversion to a NumPy array is not allowed. Please use `.get()` to construct a NumPy array "

@@ -10,7 +10,7 @@ import types as _types
 
 import numpy as _np
 
-from ._base import _FUNCS, _LINALG_FUNCS, _UFUNCS, _check_atomic, _check_dtype, _check_kind, _cupy_index
+from ._base import _FFT_FUNCS, _FUNCS, _LINALG_FUNCS, _UFUNCS, _check_atomic, _check_dtype, _check_kind, _cupy_index
 from ._ndarray import _unwrap, _unwrap_index, _wrap, ndarray
 
 
@@ -244,6 +244,11 @@ _LINALG = ("norm", "solve", "inv", "det", "slogdet", "qr", "svd", "eigh", "eigva
            "lstsq", "matrix_power", "matrix_rank", "tensorsolve", "tensorinv")
 _LINALG_FUNCS.update({n: _strict(getattr(_np.linalg, n), f"linalg.{n}") for n in _LINALG})
 linalg = _types.SimpleNamespace(**_LINALG_FUNCS)
+
+_FFT = ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
+        "fftshift", "ifftshift", "fftfreq", "rfftfreq", "hfft", "ihfft")
+_FFT_FUNCS.update({n: _strict(getattr(_np.fft, n), f"fft.{n}") for n in _FFT})
+fft = _types.SimpleNamespace(**_FFT_FUNCS)
 
 
 # -- cupyx: scatter_add with atomicAdd's dtypes ------------------------------------------------

@@ -11,6 +11,7 @@ import operator as _op
 import numpy as _np
 
 from ._base import (
+    _FFT_FUNCS,
     _FUNCS,
     _LINALG_FUNCS,
     _MSG_IMPLICIT,
@@ -95,7 +96,7 @@ class ndarray:  # noqa: N801 - CuPy's name
 
     def __array_function__(self, func, types, args, kwargs):
         # np.<name> dispatches to cupy.<name>, np.linalg.<name> to cupy.linalg.<name>, where CuPy has it
-        table = {"numpy": _FUNCS, "numpy.linalg": _LINALG_FUNCS}.get(func.__module__)
+        table = {"numpy": _FUNCS, "numpy.linalg": _LINALG_FUNCS, "numpy.fft": _FFT_FUNCS}.get(func.__module__)
         f = None if table is None else table.get(func.__name__)
         if f is None:
             return NotImplemented
