@@ -49,20 +49,20 @@ class Op:
       forward on the physical arrays, aligned); None: the forward batches its own array calls.
     - ``complex``: what the op does with complex operands (docs/complex.md). False: it refuses them,
       naming itself (``run_op``); ``"holomorphic"``: the rule is written for real numbers as
-      ``g f'(x)`` and serves complex ones as ``conj(rule(conj(g)))`` (``holomorphic``, below);
+      ``g f'(x)`` and serves complex ones as ``conj(rule(conj(g)))``: a Node with a complex output
+      records the op's ``complex_twin``, whose rule is that (``holomorphic``, below), so a real
+      pass calls the text itself;
       True: the rule's text is right for complex numbers as it stands (its conjugates placed, or
       real coefficients only: views, sums, indexing).
     """
 
     __slots__ = ("name", "forward", "rule", "save", "save_at", "save_for_others", "save_out", "aux", "broadcast", "view",
-                 "kind", "n_out", "info", "ufunc", "rule_on_arrays", "jvp", "batch", "complex")
+                 "kind", "n_out", "info", "ufunc", "rule_on_arrays", "jvp", "batch", "complex", "twin")
 
     def __init__(self, name, forward, rule=None, *, save=(), save_for_others=False, save_out=False, aux=False,
                  broadcast=False, view=False, kind="other", n_out=1, info=None, ufunc=None, rule_on_arrays=True, jvp=None,
                  batch=None, complex=False):  # noqa: A002 - the op's complex support
-        if complex == "holomorphic" and rule is not None and getattr(rule, "real_rule", None) is None:
-            rule = holomorphic(rule)
-        self.complex = complex
+        self.complex, self.twin = complex, None
         self.name, self.forward, self.rule = name, forward, rule
         self.save = tuple(save)
         self.save_at = None if Ellipsis in self.save else self.save  # the positions, when known without the call
@@ -78,6 +78,23 @@ class Op:
 def conj(a):
     """The complex conjugate of an array or a Tensor; a real one itself (no copy, no op recorded)."""
     return a.conj() if a.dtype.kind == "c" else a
+
+
+def complex_twin(op):
+    """What a Node with a complex output records for ``op``: ``op`` itself, or for a holomorphic op
+    its twin whose rule is ``holomorphic(op.rule)`` (made again only when the rule was replaced;
+    real Nodes keep the text itself)."""
+    if op.complex != "holomorphic" or op.rule is None:
+        return op
+    op = getattr(op, "op", op)  # (a registry entry run as its op: the record itself)
+    t = op.twin
+    if t is None or getattr(t.rule, "real_rule", None) is not op.rule:
+        t = object.__new__(Op)
+        for s in Op.__slots__:
+            setattr(t, s, getattr(op, s))
+        t.rule, t.twin = holomorphic(op.rule), None
+        op.twin = t
+    return t
 
 
 def holomorphic(rule):
@@ -179,8 +196,9 @@ def run_op(op: Op, *args, **params):
     r = wrap(out)                                         # 3. the output
     if op.view and (op.view is True or out.size == 0 or _xp.shares_memory(out, datas[0])):  # empty: a view still
         _share_storage(r, args[0])
-    if record and out.dtype.kind in "fc":                 # 4. the record
-        n = r._node = _record(op, args, datas, params, aux, out, r._storage, mode)
+    if record and out.dtype.kind in "fc":                 # 4. the record (complex_twin: a holomorphic op's complex rule)
+        n = r._node = _record(op if out.dtype.kind == "f" else complex_twin(op), args, datas, params, aux, out,
+                              r._storage, mode)
         r._requires_grad = True
         if op.view:
             n.view_version = r._storage.version
@@ -317,7 +335,8 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
     outs = tuple(_as_array(o) for o in outs)
     ts = tuple(wrap(o) for o in outs)
     if record and any(o.dtype.kind in "fc" for o in outs):
-        n = _record(op, args, datas, params, aux, outs[0], ts[0]._storage, mode, len(outs))
+        twin = complex_twin(op) if any(o.dtype.kind == "c" for o in outs) else op
+        n = _record(twin, args, datas, params, aux, outs[0], ts[0]._storage, mode, len(outs))
         for k, t in enumerate(ts):
             if t.data.dtype.kind in "fc":
                 t._node, t._output_index, t._requires_grad = n, k, True
