@@ -1484,3 +1484,25 @@ def check_write(target, values, name: str) -> None:
                 f"vmap: {name}: an in-place write of a batched value into an unbatched tensor (shape "
                 f"{tuple(target.shape)}): the tensor is the same for every batch element and the value is not; write "
                 "into a batched tensor, or use the out-of-place op")
+
+
+def per_element(a, fn, what: str):
+    """``fn`` of each element's host array of the batched ``a`` (an index computed from its values:
+    ``repeat``'s counts), the results stacked and batched again as ``a`` was. Each element's result
+    must have one shape: a shape that depends on the values is refused, naming ``what``."""
+    from . import backend as _be
+    levels, x = [], a
+    while x.__class__ is BatchedArray:
+        levels.append(x.level)
+        x = x.p
+    nb = len(levels)
+    host = _be.to_numpy(x)
+    outs = [np.asarray(fn(e)) for e in host.reshape((-1,) + host.shape[nb:])]
+    if any(o.shape != outs[0].shape for o in outs):
+        raise RuntimeError(f"vmap: {what}: the result's shape depends on each element's values (shapes "
+                           f"{sorted({o.shape for o in outs})}); vmap needs one shape for every element")
+    res = np.stack(outs).reshape(host.shape[:nb] + outs[0].shape)
+    res = res if x.__class__ is np.ndarray else _mod(x).asarray(res)
+    for level in reversed(levels):  # the lowest level is the innermost wrapper
+        res = BatchedArray(level, res)
+    return res

@@ -10,12 +10,13 @@ import numpy as np
 
 from collections import namedtuple
 
+from .. import _batched
 from .. import backend as _be
 from .._util import NOARG
 from ..creation import as_tensor
 from ..engine import run_op
 from ..errors import AxisError
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap
 from ._registry import randn as _r, Sample, composite, defop, named, public
 from .elementwise import where
 from .indexing import index_add
@@ -155,6 +156,9 @@ def repeat(a, repeats, axis=None):
         a, axis = reshape(a, (-1,)), 0
     axis = _ax(axis, a.ndim, "repeat")
     reps = repeats.data if isinstance(repeats, Tensor) else repeats
+    if _batched.levels_of(reps):  # vmap: each element's counts (one total for all of them)
+        n = a.shape[axis]
+        return _index(a, axis, wrap(_batched.per_element(reps, lambda r: np.repeat(np.arange(n), r), "repeat")))
     if not isinstance(reps, numbers.Integral):
         reps = _be.to_numpy(reps) if hasattr(reps, "shape") else np.asarray(reps)  # host counts: the shape needs them
     idx = np.repeat(np.arange(a.shape[axis]), reps)

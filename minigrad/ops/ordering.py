@@ -13,7 +13,7 @@ from .. import _batched
 from .. import backend as _be
 from ..creation import as_tensor
 from ..engine import run_op
-from ..tensor import Tensor
+from ..tensor import Tensor, wrap
 from ._registry import Sample, composite, defop, named, public
 from .elementwise import where
 from .join import _torch_dim, moveaxis, take_along_axis, torch_sort
@@ -133,11 +133,14 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
         raise TypeError(f"quantile: input must be float32 or float64, got {x.dtype}")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"quantile: interpolation must be one of {_INTERPOLATIONS}, got {interpolation!r}")
-    qs = (_be.to_numpy(q.data) if isinstance(q, Tensor) else np.asarray(q)).astype(np.float64)
+    each = isinstance(q, Tensor) and _batched.levels_of(q.data)  # vmap: each element's own q (kept batched)
+    qs = q.data.astype(np.float64) if each else (
+        _be.to_numpy(q.data) if isinstance(q, Tensor) else np.asarray(q)).astype(np.float64)
     if qs.ndim > 1:
         raise ValueError(f"quantile: q must be a scalar or 1-D, got shape {qs.shape}")
-    if qs.size and (np.isnan(qs).any() or qs.min() < 0 or qs.max() > 1):
-        raise ValueError(f"quantile: q values must be in the range [0, 1], got {qs.tolist()}")
+    chk = _be.to_numpy(_batched.innermost(qs)) if each else qs
+    if chk.size and (np.isnan(chk).any() or chk.min() < 0 or chk.max() > 1):
+        raise ValueError(f"quantile: q values must be in the range [0, 1], got {chk.tolist()}")
     shape = x.shape
     if dim is None:
         x, d = reshape(x, (-1,)), 0
@@ -149,7 +152,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
     if n == 0:
         raise ValueError(f"quantile: input of shape {shape} is empty along the reduced dim")
     values, _ = torch_sort(moveaxis(x, d, -1), -1)
-    rank = np.atleast_1d(qs) * (n - 1)
+    rank = (qs.reshape((1,)) if qs.ndim == 0 else qs) * (n - 1)
     lo, hi = np.floor(rank).astype(np.int64), np.ceil(rank).astype(np.int64)
     if interpolation == "nearest":
         lo = hi = np.round(rank).astype(np.int64)
@@ -157,10 +160,14 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # n
         hi = lo
     elif interpolation == "higher":
         lo = hi
+    if each:
+        lo, hi = wrap(lo), wrap(hi)
     v_lo = values[..., lo]
     if interpolation in ("midpoint", "linear"):
-        w = np.where(hi > lo, 0.5, 0.0) if interpolation == "midpoint" else rank - lo
-        out = v_lo + (values[..., hi] - v_lo) * Tensor(w.astype(x.dtype), device=x.device)
+        w = np.where(hi.data > lo.data if each else hi > lo, 0.5, 0.0) if interpolation == "midpoint" else \
+            rank - (lo.data if each else lo)
+        w = wrap(w.astype(x.dtype)) if each else Tensor(w.astype(x.dtype), device=x.device)
+        out = v_lo + (values[..., hi] - v_lo) * w
     else:
         out = v_lo
     # where a row holds NaN, PyTorch's quantile is its last sorted value (a NaN: the sort puts them last),
