@@ -14,23 +14,9 @@ import pytest
 import minigrad as mg
 from conftest import to_np
 
+from test_func import _data, _torch, mgt, tht  # noqa: F401 - the cases' helpers, shared with test_func
+
 F = mg.func
-
-
-def _torch():
-    return pytest.importorskip("torch")
-
-
-def _data(shape, seed):
-    return np.random.default_rng(seed).standard_normal(shape)
-
-
-def mgt(a):
-    return mg.tensor(np.array(a, dtype=np.float64))
-
-
-def tht(a):
-    return _torch().tensor(np.array(a, dtype=np.float64))
 
 
 def _np(x):
