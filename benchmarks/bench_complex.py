@@ -19,68 +19,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import minigrad as mg  # noqa: E402
-from _harness import bench_side_by_side, torch_or_none  # noqa: E402
+from _harness import bench_side_by_side  # noqa: E402
+from bench_core import BLOCKS, chain_workloads as _core_chain  # noqa: E402
 
-BLOCKS = 200  # 5 ops a block: 1000 ops
-OPS = 5 * BLOCKS
+OPS = 5 * BLOCKS  # bench_core's blocks: 5 ops each
 TARGET = 1.1
 
 
-def chain_workloads(dtype, n=16, mg=mg):
-    rng = np.random.default_rng(0)
-    x0, a0, b0 = (rng.standard_normal(n) * 0.5 for _ in range(3))
-    a0 = 0.5 + 0.1 * a0
-    if np.dtype(dtype).kind == "c":
-        x0, a0, b0 = (v + 0.1j * rng.standard_normal(n) for v in (x0, a0, b0))
-
-    def mg_run():
-        x = mg.from_numpy(x0).requires_grad_()
-        a = mg.from_numpy(a0).requires_grad_()
-        b = mg.from_numpy(b0).requires_grad_()
-        y = x
-        for _ in range(BLOCKS):
-            y = ((y * a + b) * a + b).tanh()
-        y.sum().real.backward() if y.dtype.kind == "c" else y.sum().backward()
-        return x.grad
-
-    def np_run():  # the gradient of Re(sum(y)): PyTorch's convention, g conj(f'(z)) per op
-        a, b = a0, b0
-        ac = np.conj(a)
-        y = x0
-        tape = []
-        for _ in range(BLOCKS):
-            u = y * a + b
-            t = np.tanh(u * a + b)
-            tape.append((y, u, t))
-            y = t
-        gy = np.ones_like(y)
-        ga = np.zeros_like(a)
-        gb = np.zeros_like(b)
-        for yprev, u, t in reversed(tape):
-            gv = gy * np.conj(1 - t * t)
-            gb += gv
-            ga += gv * np.conj(u)
-            gu = gv * ac
-            gb += gu
-            ga += gu * np.conj(yprev)
-            gy = gu * ac
-        return gy
-
-    torch = torch_or_none()
-    th_run = None
-    if torch is not None:
-        def th_run():
-            x = torch.tensor(x0, requires_grad=True)
-            a = torch.tensor(a0, requires_grad=True)
-            b = torch.tensor(b0, requires_grad=True)
-            y = x
-            for _ in range(BLOCKS):
-                y = ((y * a + b) * a + b).tanh()
-            (y.sum().real if y.is_complex() else y.sum()).backward()
-            return x.grad
-
-        assert np.allclose(th_run().numpy(), mg_run().numpy())
-    assert np.allclose(np_run(), mg_run().numpy())
+def chain_workloads(dtype):
+    mg_run, np_run, th_run, _ = _core_chain(dtype=dtype)  # bench_core's chain, in this dtype
     return mg_run, np_run, th_run
 
 

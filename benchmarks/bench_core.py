@@ -22,10 +22,17 @@ from _harness import bench_side_by_side, report, torch_or_none  # noqa: E402
 BLOCKS = 200  # each block tanh((x*a+b)*a+b) is 5 ops (mul, add, mul, add, tanh): 1000 ops
 
 
-def chain_workloads(n=16, mg=mg):  # mg: the minigrad to time (compare.py passes another)
+def chain_workloads(n=16, mg=mg, dtype="float64"):  # mg: the minigrad to time (compare.py passes another)
+    """The 1000-op chain for minigrad, NumPy (the floor: forward and a hand-written backward) and
+    torch. ``dtype`` complex128 (bench_complex.py): complex inputs, the gradient of Re(sum(y)) with
+    PyTorch's conjugates in the floor (the bare-tape floors are real only)."""
     rng = np.random.default_rng(0)
     x0, a0, b0 = (rng.standard_normal(n) * 0.5 for _ in range(3))
     a0 = 0.5 + 0.1 * a0
+    cplx = np.dtype(dtype).kind == "c"
+    if cplx:
+        x0, a0, b0 = (v + 0.1j * rng.standard_normal(n) for v in (x0, a0, b0))
+    cj = np.conj if cplx else (lambda v: v)
 
     def mg_run():
         x = mg.from_numpy(x0).requires_grad_()
@@ -34,11 +41,12 @@ def chain_workloads(n=16, mg=mg):  # mg: the minigrad to time (compare.py passes
         y = x
         for _ in range(BLOCKS):
             y = ((y * a + b) * a + b).tanh()
-        y.sum().backward()
+        (y.sum().real if cplx else y.sum()).backward()
         return x.grad
 
-    def np_run():
+    def np_run():  # the gradient of Re(sum(y)): PyTorch's convention, g conj(f'(z)) per op
         a, b = a0, b0
+        ac = cj(a)
         y = x0
         tape = []
         for _ in range(BLOCKS):
@@ -51,13 +59,13 @@ def chain_workloads(n=16, mg=mg):  # mg: the minigrad to time (compare.py passes
         ga = np.zeros_like(a)
         gb = np.zeros_like(b)
         for yprev, u, t in reversed(tape):
-            gv = gy * (1 - t * t)
+            gv = gy * cj(1 - t * t)
             gb += gv
-            ga += gv * u
-            gu = gv * a
+            ga += gv * cj(u)
+            gu = gv * ac
             gb += gu
-            ga += gu * yprev
-            gy = gu * a
+            ga += gu * cj(yprev)
+            gy = gu * ac
         return gy
 
     torch = torch_or_none()
@@ -70,11 +78,13 @@ def chain_workloads(n=16, mg=mg):  # mg: the minigrad to time (compare.py passes
             y = x
             for _ in range(BLOCKS):
                 y = ((y * a + b) * a + b).tanh()
-            y.sum().backward()
+            (y.sum().real if cplx else y.sum()).backward()
             return x.grad
 
         assert np.allclose(th_run().numpy(), mg_run().numpy())
     assert np.allclose(np_run(), mg_run().numpy())
+    if cplx:
+        return mg_run, np_run, th_run, None
 
     def bare_run():
         return bare_chain(x0, a0, b0, BLOCKS)
