@@ -505,10 +505,19 @@ def _aligned(args, level, nd=None):
     return out
 
 
+def _phys_call(name, fn, args, kwargs):
+    """``fn(*args, **kwargs)`` on a level's physical arrays: through the lower level's rule when one of
+    them is batched there (not through NumPy's dispatch, which may hand a device array's override
+    the batched one first)."""
+    if top_level(args):
+        return call(name, fn, args, kwargs)
+    return fn(*args, **kwargs)
+
+
 def elementwise(fn, args, kwargs):
     """An elementwise call (a ufunc, ``where``, ``clip``): the physical arrays, aligned, broadcast."""
     level = top_level(args)
-    res = fn(*_aligned(args, level), **kwargs)
+    res = _phys_call(fn.__name__, fn, _aligned(args, level), kwargs)
     if isinstance(res, tuple):
         return tuple(BatchedArray(level, r) for r in res)
     return BatchedArray(level, res)
@@ -873,11 +882,11 @@ def _join(fn, arrays, axis=0, **kw):
     name = fn.__name__
     if name == "stack":
         nd = arrays[0].ndim + 1
-        return BatchedArray(level, fn(ps, axis=_axes(axis, nd), **kw))
+        return BatchedArray(level, _phys_call(name, fn, (ps,), dict(axis=_axes(axis, nd), **kw)))
     if name == "concatenate":
         if axis is None:
-            return BatchedArray(level, fn([p.reshape(p.shape[0], -1) for p in ps], axis=1, **kw))
-        return BatchedArray(level, fn(ps, axis=_axes(axis, arrays[0].ndim), **kw))
+            return BatchedArray(level, _phys_call(name, fn, ([p.reshape(p.shape[0], -1) for p in ps],), dict(axis=1, **kw)))
+        return BatchedArray(level, _phys_call(name, fn, (ps,), dict(axis=_axes(axis, arrays[0].ndim), **kw)))
     raise NoBatchRule(name)
 
 
@@ -927,7 +936,7 @@ def _take_along_axis(fn, x, indices, axis):
     nd = max(_lndim(x, level), _lndim(indices, level))
     px, pi = _with_batch([x, indices], level)
     px, pi = _aligned([BatchedArray(level, px), BatchedArray(level, pi)], level, nd)
-    return BatchedArray(level, fn(px, pi, axis=_ax(axis, nd) + 1))
+    return BatchedArray(level, _phys_call("take_along_axis", fn, (px, pi), dict(axis=_ax(axis, nd) + 1)))
 
 
 @rule("lib.stride_tricks.as_strided")
@@ -1053,7 +1062,7 @@ def _matmul(fn, a, b, **kw):
         b = BatchedArray(level, pb[..., None]) if pb is not None else b[:, None]
     nd = max(max(na, 2), max(nb, 2))
     xa, xb = _aligned((a, b), level, nd)
-    r = _stacked_matmul(fn, xa, xb) if not kw else fn(xa, xb, **kw)
+    r = _stacked_matmul(fn, xa, xb) if not kw else _phys_call("matmul", fn, (xa, xb), kw)
     if na == 1:
         r = r[..., 0, :]
     if nb == 1:
@@ -1065,7 +1074,9 @@ def _stacked_matmul(fn, xa, xb):
     """``fn(xa, xb)`` (performance only: the same product) for the two stacks where NumPy's matmul
     loops over small matrices: a shared matrix ``xb`` (the batch folds into ``xa``'s rows: one
     GEMM), and a contraction over one (outer products: one broadcast multiply)."""
-    if xa.__class__ is BatchedArray or xb.__class__ is BatchedArray or xa.ndim < 2 or xb.ndim < 2:
+    if xa.__class__ is BatchedArray or xb.__class__ is BatchedArray:
+        return _matmul(fn, xa, xb)  # a lower level's: its own rule
+    if xa.ndim < 2 or xb.ndim < 2:
         return fn(xa, xb)
     k = xa.shape[-1]
     if k == 1 and xb.shape[-2] == 1:
@@ -1110,7 +1121,7 @@ def _einsum(fn, subscripts, *operands, **kw):
         else:
             ps.append(p)
             subs.append(letter + s)
-    return BatchedArray(level, fn(",".join(subs) + "->" + letter + out, *ps, **kw))
+    return BatchedArray(level, _phys_call("einsum", fn, (",".join(subs) + "->" + letter + out, *ps), kw))
 
 
 @rule("linalg.inv", "linalg.det", "linalg.slogdet", "linalg.cholesky", "linalg.eigh", "linalg.eigvalsh",
@@ -1138,7 +1149,7 @@ def _solve(fn, a, b):
         b = BatchedArray(level, pb[..., None]) if pb is not None else b[..., None]
     nd = max(na, 2 if vec else nb)
     xa, xb = _aligned((a, b), level, nd)
-    r = fn(xa, xb)
+    r = _phys_call("linalg.solve", fn, (xa, xb), {})
     return BatchedArray(level, r[..., 0] if vec else r)
 
 
