@@ -20,7 +20,7 @@ import numpy as np
 from .. import _batched
 from .. import backend as _be
 from ..creation import as_tensor
-from ..engine import run_op
+from ..engine import conj as _conj, run_op
 from ._registry import Sample, composite, defop, named, public
 from .elementwise import where
 from .matmul import matmul
@@ -35,16 +35,78 @@ def _T(a):
     return a.swapaxes(-1, -2)
 
 
+def _H(a):
+    """The conjugate transpose (of a real matrix: the transpose, no conjugate taken)."""
+    return _T(_conj(a))
+
+
+def _cx(a) -> bool:
+    return a.dtype.kind == "c"
+
+
+def _re(a):
+    """The real part of a complex array or Tensor; a real one itself."""
+    return a.real if _cx(a) else a
+
+
 def _lower(g, xp, upper=False):
     """The gradient of a function of the lower triangle (the upper when ``upper``), from the
-    symmetric gradient ``g``."""
+    symmetric gradient ``g``. Complex: of the Hermitian matrix the triangle gives (LAPACK reads its
+    diagonal's real part only), from its gradient's Hermitian part (a real diagonal)."""
+    if _cx(g):
+        g = (g + _H(g)) * 0.5
     return xp.triu(g) + xp.triu(g, 1) if upper else xp.tril(g) + xp.tril(g, -1)
 
 
 def _sym_of_lower(t, xp, upper=False):
     """The tangent of the symmetric matrix a function of the lower triangle (the upper when
-    ``upper``) reads, from ``t`` (``_lower``'s adjoint)."""
+    ``upper``) reads, from ``t`` (``_lower``'s adjoint); complex: of the Hermitian one (the
+    diagonal's real part)."""
+    if _cx(t):
+        off = xp.triu(t, 1) if upper else xp.tril(t, -1)
+        d = xp.tril(xp.triu(t))
+        return off + _H(off) + (d + _H(d)) * 0.5
     return xp.triu(t) + _T(xp.triu(t, 1)) if upper else xp.tril(t) + _T(xp.tril(t, -1))
+
+
+# -- the gauge of complex vectors ------------------------------------------------------------------------
+# A complex eigenvector (of eigh, eig) or singular vector is defined up to a phase e^{i phi}. Each is
+# returned turned so that its entry of largest modulus is real and positive (LAPACK's geev's choice),
+# which makes it a function of the input that gradcheck can hold its rules to; a loss that does not
+# depend on the phase (PyTorch's condition) gets PyTorch's gradient. The rules take PyTorch's formulas,
+# which hold for any phase, and move the cotangent or tangent across the turning (``_unturn``, ``_turned``).
+
+
+def _peak(V):
+    """1 at each column's entry of largest modulus, 0 elsewhere (real; no history)."""
+    a = abs(V)
+    return (a == a.max(axis=-2, keepdims=True)).astype(a.dtype)
+
+
+def _phase(V):
+    """Each column's phase, ``top / |top|`` of its entry of largest modulus: shape (..., 1, k)."""
+    top = (V * _peak(V)).sum(axis=-2, keepdims=True)
+    return top / abs(top)
+
+
+def _turned_tangent(dV, V):
+    """The tangent of the turned vectors ``V`` (their peaks real) from a tangent ``dV`` of the vectors
+    in any phase: dV minus the phase's change, ``i V Im(dV_peak) / V_peak``; and that change per column."""
+    K = _peak(V)
+    dphi = (dV * K).sum(axis=-2, keepdims=True).imag / _re((V * K).sum(axis=-2, keepdims=True))
+    return dV - 1j * V * dphi, dphi
+
+
+def _unturned(g, V, extra=None):
+    """The cotangent of the vectors in any phase, from ``g``, that of the turned vectors ``V`` (None:
+    none); ``extra`` adds the phase's part from elsewhere (svd's Vh, turned with U), per column. The
+    result has a real ``diag(Vᴴ g)``: PyTorch's condition for a loss that ignores the phase."""
+    K = _peak(V)
+    beta = 0.0 if g is None else (_conj(g) * V).sum(axis=-2, keepdims=True).imag
+    if extra is not None:
+        beta = beta + extra
+    out = 1j * K * (beta / _re((V * K).sum(axis=-2, keepdims=True)))
+    return out if g is None else g + out
 
 
 def _tr_inv(xp, a, t):
@@ -64,10 +126,38 @@ def _sym(rng, *batch, n=3):
     return a + np.swapaxes(a, -1, -2) + np.diag(np.arange(n) * 3.0)  # well separated eigenvalues
 
 
+def _hpd(rng, *batch, n=3):
+    """A Hermitian positive-definite matrix, plus noise in the triangle a function of the lower one
+    ignores (the upper) and in its diagonal's imaginary part."""
+    a = rng.standard_normal(batch + (n, n)) + 1j * rng.standard_normal(batch + (n, n))
+    h = a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)
+    return h + np.triu(rng.standard_normal(batch + (n, n)), 1) + 0.3j * np.eye(n)
+
+
+def _hsym(rng, *batch, n=3):
+    """``_sym``'s complex kin: Hermitian with well separated eigenvalues (noise in the upper triangle
+    and the diagonal's imaginary part, which a function of the lower triangle ignores)."""
+    a = rng.standard_normal(batch + (n, n)) + 1j * rng.standard_normal(batch + (n, n))
+    h = a + np.conj(np.swapaxes(a, -1, -2)) + np.diag(np.arange(n) * 3.0)
+    return h + np.triu(rng.standard_normal(batch + (n, n)), 1) + 0.2j * np.eye(n)
+
+
 def _lsym(th, x, upper=False):
     """Torch's view of a NumPy function of the lower triangle (the upper when ``upper``): the
-    symmetric matrix it reads."""
+    symmetric matrix it reads (complex: the Hermitian one, its diagonal's real part)."""
+    if x.is_complex():
+        off = th.triu(x, 1) if upper else th.tril(x, -1)
+        return off + off.mH + th.diag_embed(th.diagonal(x, 0, -2, -1).real.to(x.dtype))
     return th.triu(x) + th.triu(x, 1).mT if upper else th.tril(x) + th.tril(x, -1).mT
+
+
+def _th_turned(th, V):
+    """Torch's vectors turned as minigrad's (``_phase``), differentiably (a function of the phase-free
+    subspace, so PyTorch's rules take it); and the phases."""
+    a = V.detach().abs()
+    top = (V * (a == a.amax(dim=-2, keepdim=True)).to(a.dtype)).sum(-2, keepdim=True)
+    p = top / top.abs()
+    return V * p.conj(), p
 
 
 def _uplo(UPLO, op):  # noqa: N803 - NumPy's name
@@ -81,7 +171,7 @@ def _uplo(UPLO, op):  # noqa: N803 - NumPy's name
 # -- inv, det, slogdet, solve -------------------------------------------------------------------------
 
 INV = defop("inv", lambda xp, x: xp.linalg.inv(x), lambda ctx, g: (-(_T(ctx.out) @ g @ _T(ctx.out)),),
-            save_out=True, kind="other", torch=lambda th, x: th.linalg.inv(x),
+            save_out=True, kind="other", torch=lambda th, x: th.linalg.inv(x), complex="holomorphic",
             jvp=lambda ctx, t: -(ctx.out @ t @ ctx.out),
             samples=lambda rng: [Sample(_mats(rng, shift=3.0)), Sample(_mats(rng, 2, n=2, shift=2.0))])
 
@@ -89,7 +179,7 @@ INV = defop("inv", lambda xp, x: xp.linalg.inv(x), lambda ctx, g: (-(_T(ctx.out)
 @public(INV, export=False, numpy=(np.linalg.inv,))
 @named("inv")
 def inv(a):
-    """The inverse of each square matrix (the last two axes); gradient -A⁻ᵀ g A⁻ᵀ."""
+    """The inverse of each square matrix (the last two axes); gradient -A⁻ᵀ g A⁻ᵀ (complex: -A⁻ᴴ g A⁻ᴴ)."""
     return run_op(INV, as_tensor(a, "inv"))
 
 
@@ -98,7 +188,7 @@ def _det_rule(ctx, g):
     return ((g * ctx.out)[..., None, None] * _T(ctx.xp.inv(x)),)
 
 
-DET = defop("det", lambda xp, x: xp.linalg.det(x), _det_rule, save=(0,), save_out=True, kind="other",
+DET = defop("det", lambda xp, x: xp.linalg.det(x), _det_rule, save=(0,), save_out=True, kind="other", complex="holomorphic",
             jvp=lambda ctx, t: ctx.out * _tr_inv(ctx.xp, ctx.args[0], t),
             torch=lambda th, x: th.linalg.det(x),
             samples=lambda rng: [Sample(_mats(rng, shift=2.0)), Sample(_mats(rng, 2, n=2)),
@@ -108,30 +198,56 @@ DET = defop("det", lambda xp, x: xp.linalg.det(x), _det_rule, save=(0,), save_ou
 @public(DET, export=False, numpy=(np.linalg.det,))
 @named("det")
 def det(a):
-    """The determinant of each square matrix; gradient det(A) A⁻ᵀ (it needs an invertible A here)."""
+    """The determinant of each square matrix; gradient det(A) A⁻ᵀ (complex: conj(det A) A⁻ᴴ; it needs an
+    invertible A here)."""
     return run_op(DET, as_tensor(a, "det"))
 
 
+def _slogdet_samples(rng):
+    return [Sample(_mats(rng, shift=2.0)), Sample(np.array([[0.5, 2.0], [1.5, 0.3]]))]
+
+
 LOGABSDET = defop("logabsdet", lambda xp, x: xp.linalg.slogdet(x)[1],
-                  lambda ctx, g: (g[..., None, None] * _T(ctx.xp.inv(ctx.saved[0])),), save=(0,), kind="other",
-                  jvp=lambda ctx, t: _tr_inv(ctx.xp, ctx.args[0], t),
-                  torch=lambda th, x: th.linalg.slogdet(x)[1],
-                  samples=lambda rng: [Sample(_mats(rng, shift=2.0)), Sample(np.array([[0.5, 2.0], [1.5, 0.3]]))])
-DET_SIGN = defop("det_sign", lambda xp, x: xp.linalg.slogdet(x)[0], kind="other")
+                  lambda ctx, g: (g[..., None, None] * _H(ctx.xp.inv(ctx.saved[0])),), save=(0,), kind="other",
+                  jvp=lambda ctx, t: _re(_tr_inv(ctx.xp, ctx.args[0], t)), complex=True,  # Re tr(A⁻¹ dA)
+                  torch=lambda th, x: th.linalg.slogdet(x)[1], samples=_slogdet_samples)
+
+
+def _det_sign_rule(ctx, g):
+    """A complex sign s = det/|det| moves as ds = i s Im tr(A⁻¹ dA): gradient i Im(conj(s) g) A⁻ᴴ... with
+    PyTorch's convention, -i Im(conj(g) s) A⁻ᴴ. A real sign is piecewise constant: gradient 0."""
+    (x,) = ctx.saved
+    if not _cx(ctx.out):
+        return (ctx.xp.zeros_like(x),)
+    b = -(_conj(g) * ctx.out).imag
+    return (b[..., None, None] * (1j * _H(ctx.xp.inv(x))),)
+
+
+def _det_sign_jvp(ctx, t):
+    if not _cx(ctx.out):
+        return None
+    return ctx.out * (1j * _tr_inv(ctx.xp, ctx.args[0], t).imag)
+
+
+DET_SIGN = defop("det_sign", lambda xp, x: xp.linalg.slogdet(x)[0], _det_sign_rule, save=(0,), save_out=True,
+                 kind="other", jvp=_det_sign_jvp, complex=True, samples=_slogdet_samples,
+                 torch=lambda th, x: th.linalg.det(x) / th.linalg.det(x).abs())  # slogdet's sign; torch's has no
+# gradient for a real input, this one the same (zero) for both
 
 
 @public(LOGABSDET, export=False, numpy=(np.linalg.slogdet,))
 @named("slogdet")
 def slogdet(a):
     """``(sign, logabsdet)`` of each determinant (NumPy's named tuple); ``logabsdet``'s gradient is
-    A⁻ᵀ (negative determinants included), ``sign`` has none."""
+    A⁻ᵀ (negative determinants included; complex: A⁻ᴴ). A real ``sign`` is piecewise constant (gradient
+    0); a complex one, ``det / |det|``, has PyTorch's gradient."""
     a = as_tensor(a, "slogdet")
     return SlogdetResult(run_op(DET_SIGN, a), run_op(LOGABSDET, a))
 
 
 def _solve_rule(ctx, g):
     (a,) = ctx.saved
-    gb = ctx.xp.solve(_T(a), g)  # x = A⁻¹ b: gb = A⁻ᵀ g, gA = -gb xᵀ
+    gb = ctx.xp.solve(_T(a), g)  # x = A⁻¹ b: gb = A⁻ᵀ g, gA = -gb xᵀ (complex: holomorphic, A⁻ᴴ g, -gb xᴴ)
     return (-(gb @ _T(ctx.out)) if ctx.parents[0] is not None else None), gb
 
 
@@ -142,7 +258,7 @@ def _solve_jvp(ctx, ta, tb):
 
 
 SOLVE = defop("solve", lambda xp, a, b: xp.linalg.solve(a, b), _solve_rule, save=(0,), save_out=True, broadcast=True,
-              kind="other", jvp=_solve_jvp, torch=lambda th, a, b: th.linalg.solve(a, b),
+              kind="other", complex="holomorphic", jvp=_solve_jvp, torch=lambda th, a, b: th.linalg.solve(a, b),
               samples=lambda rng: [Sample(_mats(rng, shift=3.0), rng.standard_normal((3, 2))),
                                    Sample(_mats(rng, 2, shift=3.0), rng.standard_normal((2, 3, 1)))])
 
@@ -162,30 +278,32 @@ def solve(a, b):
 
 def _cholesky_rule(ctx, g):
     xp = ctx.xp
-    L = ctx.out  # PyTorch's: S = L⁻ᵀ Φ(Lᵀ g) L⁻¹, Φ: the lower triangle with its diagonal halved
-    P = _T(L) @ g
+    L = ctx.out  # PyTorch's: S = L⁻ᵀ Φ(Lᵀ g) L⁻¹, Φ: the lower triangle with its diagonal halved (complex: ᴴ)
+    P = _H(L) @ g
     Li = xp.inv(L)
-    S = _T(Li) @ ((xp.tril(P) + xp.tril(P, -1)) * 0.5) @ Li
-    return (_lower((S + _T(S)) * 0.5, xp),)
+    S = _H(Li) @ ((xp.tril(P) + xp.tril(P, -1)) * 0.5) @ Li
+    return (_lower((S + _H(S)) * 0.5, xp),)
 
 
 def _cholesky_jvp(ctx, t):
     xp, L = ctx.xp, ctx.out  # dL = L Φ(L⁻¹ dA L⁻ᵀ), Φ: the lower triangle with its diagonal halved
     Li = xp.inv(L)
-    X = Li @ _sym_of_lower(t, xp) @ _T(Li)
+    X = Li @ _sym_of_lower(t, xp) @ _H(Li)
     return L @ ((xp.tril(X) + xp.tril(X, -1)) * 0.5)
 
 
 CHOLESKY = defop("cholesky", lambda xp, x: xp.linalg.cholesky(x), _cholesky_rule, save_out=True, kind="other",
-                 jvp=_cholesky_jvp,
+                 jvp=_cholesky_jvp, complex=True,
                  torch=lambda th, x: th.linalg.cholesky(_lsym(th, x)),
+                 complex_samples=lambda rng: [Sample(_hpd(rng)), Sample(_hpd(rng, 2, n=2))],
                  samples=lambda rng: [Sample(_mats(rng, spd=True)), Sample(_mats(rng, 2, n=2, spd=True))])
 
 
 @public(CHOLESKY, export=False, numpy=(np.linalg.cholesky,))
 @named("cholesky")
 def cholesky(a):
-    """The lower Cholesky factor of each symmetric positive-definite matrix (its lower triangle is read)."""
+    """The lower Cholesky factor of each symmetric (complex: Hermitian) positive-definite matrix (its lower
+    triangle is read; complex: and its diagonal's real part)."""
     return run_op(CHOLESKY, as_tensor(a, "cholesky"))
 
 
