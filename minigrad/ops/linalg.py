@@ -308,8 +308,11 @@ def cholesky(a):
 
 
 def _th_eigh(th, x, upper=False):
-    """Torch's eigenvectors with their signs turned to NumPy's (a constant per vector)."""
+    """Torch's eigenvectors with their signs turned to NumPy's (a constant per vector); complex: turned as
+    minigrad's (``_th_turned``)."""
     V = th.linalg.eigh(_lsym(th, x, upper))[1]
+    if x.is_complex():
+        return _th_turned(th, V)[0]
     d = np.sign((np.linalg.eigh(x.detach().numpy(), "U" if upper else "L")[1] * V.detach().numpy()).sum(axis=-2))
     return V * th.tensor(d)[..., None, :]
 
@@ -317,13 +320,13 @@ def _th_eigh(th, x, upper=False):
 def _eigvalsh_rule(ctx, g, upper=False):
     xp = ctx.xp
     V = xp.eigh_vectors(ctx.saved[0], upper=upper)
-    return (_lower((V * g[..., None, :]) @ _T(V), xp, upper),)
+    return (_lower((V * g[..., None, :]) @ _H(V), xp, upper),)
 
 
 def _eigvalsh_jvp(ctx, t, upper=False):
     xp = ctx.xp
     V = xp.eigh_vectors(ctx.args[0], upper=upper)
-    return (V * (_sym_of_lower(t, xp, upper) @ V)).sum(axis=-2)  # dw_i = v_iᵀ dA v_i
+    return _re((_conj(V) * (_sym_of_lower(t, xp, upper) @ V)).sum(axis=-2))  # dw_i = v_iᴴ dA v_i
 
 
 def _eigen_gaps(xp, x, upper):
@@ -342,17 +345,20 @@ def _eigh_vectors_rule(ctx, g, upper=False):
     xp = ctx.xp
     V = ctx.out
     E = _eigen_gaps(xp, ctx.saved[0], upper)
-    VtgV = _T(V) @ g
-    skew = (VtgV - _T(VtgV)) * 0.5
-    G = V @ (skew / xp.where(E == 0, 1.0, E)) @ _T(V)
+    if _cx(V):
+        g = _unturned(g, V)
+    VtgV = _H(V) @ g
+    skew = (VtgV - _H(VtgV)) * 0.5
+    G = V @ (skew / xp.where(E == 0, 1.0, E)) @ _H(V)
     return (_lower(G, xp, upper),)
 
 
 def _eigh_vectors_jvp(ctx, t, upper=False):
     xp, V = ctx.xp, ctx.out  # dV = V (F ∘ Vᵀ dA V), F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it
     E = _eigen_gaps(xp, ctx.args[0], upper)
-    M = _T(V) @ _sym_of_lower(t, xp, upper) @ V
-    return V @ xp.where(E == 0, 0.0, M / xp.where(E == 0, 1.0, E))
+    M = _H(V) @ _sym_of_lower(t, xp, upper) @ V
+    dV = V @ xp.where(E == 0, 0.0, M / xp.where(E == 0, 1.0, E))
+    return _turned_tangent(dV, V)[0] if _cx(V) else dV
 
 
 def _upper_only(rng, *batch, n=3):
@@ -360,14 +366,25 @@ def _upper_only(rng, *batch, n=3):
     return _sym(rng, *batch, n=n) + np.tril(rng.standard_normal(batch + (n, n)), -1)
 
 
+def _eigh_vectors(xp, x, upper=False):
+    V = xp.linalg.eigh(x, UPLO="U" if upper else "L")[1]
+    return V * _conj(_phase(V)) if _cx(V) else V
+
+
+def _eigh_complex_samples(rng):
+    return [Sample(_hsym(rng)), Sample(_hsym(rng, 2, n=2)), Sample(_hsym(rng).swapaxes(-1, -2).conj(), upper=True)]
+
+
 EIGVALSH = defop("eigvalsh", lambda xp, x, upper=False: xp.linalg.eigvalsh(x, UPLO="U" if upper else "L"),
-                 _eigvalsh_rule, save=(0,), kind="other", jvp=_eigvalsh_jvp,
+                 _eigvalsh_rule, save=(0,), kind="other", jvp=_eigvalsh_jvp, complex=True,
+                 complex_samples=_eigh_complex_samples,
                  torch=lambda th, x, upper=False: th.linalg.eigvalsh(_lsym(th, x, upper)),
                  samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)), Sample(rng.standard_normal((3, 3))),
                                       Sample(rng.standard_normal((3, 3)), upper=True),
                                       Sample(_upper_only(rng, 2, n=2), upper=True)])
-EIGH_VECTORS = defop("eigh_vectors", lambda xp, x, upper=False: xp.linalg.eigh(x, UPLO="U" if upper else "L")[1],
-                     _eigh_vectors_rule, save=(0,), save_out=True, kind="other", jvp=_eigh_vectors_jvp,
+EIGH_VECTORS = defop("eigh_vectors", _eigh_vectors,
+                     _eigh_vectors_rule, save=(0,), save_out=True, kind="other", jvp=_eigh_vectors_jvp, complex=True,
+                     complex_samples=_eigh_complex_samples,
                      samples=lambda rng: [Sample(_sym(rng)), Sample(_sym(rng, 2, n=2)),
                                           Sample(_upper_only(rng), upper=True), Sample(_upper_only(rng, 2, n=2), upper=True)],
                      torch=lambda th, x, upper=False: _th_eigh(th, x, upper))
@@ -386,10 +403,12 @@ def eigvalsh(a, UPLO="L"):  # noqa: N803 - NumPy's name
 @public(EIGH_VECTORS, export=False, numpy=(np.linalg.eigh,))
 @named("eigh")
 def eigh(a, UPLO="L"):  # noqa: N803
-    """``(eigenvalues, eigenvectors)`` of each symmetric matrix (NumPy's named tuple; the lower triangle
-    is read; the upper with ``UPLO="U"``, and the gradient is that triangle's). The eigenvectors'
-    gradient needs distinct eigenvalues: where they repeat, backward raises a ValueError saying so
-    (PyTorch returns inf/NaN there)."""
+    """``(eigenvalues, eigenvectors)`` of each symmetric (complex: Hermitian) matrix (NumPy's named tuple;
+    the lower triangle is read; the upper with ``UPLO="U"``, and the gradient is that triangle's). The
+    eigenvectors' gradient needs distinct eigenvalues: where they repeat, backward raises a ValueError
+    saying so (PyTorch returns inf/NaN there). Complex eigenvectors are turned so that each one's entry
+    of largest modulus is real and positive (a phase is theirs to choose): the gradient of a loss that
+    ignores the phases (``|V|``, ``V diag(w) Vᴴ``) is PyTorch's."""
     upper = _uplo(UPLO, "eigh")
     a = as_tensor(a, "eigh")
     if upper:
@@ -403,37 +422,46 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 
 
 def _qr_grad(xp, x, gQ=None, gR=None):
-    """PyTorch's linalg_qr_backward (reduced, m >= n): gA = (Q S + gQ) R⁻ᵀ, S from triu(gR Rᵀ - Qᵀ gQ)."""
+    """PyTorch's linalg_qr_backward (reduced, m >= n): gA = (Q S + gQ) R⁻ᵀ, S from triu(gR Rᵀ - Qᵀ gQ).
+    Complex (ᵀ -> ᴴ): R's diagonal is real (LAPACK's), so S = triu(M, 1) + its adjoint + Re diag(M)."""
     m, n = x.shape[-2], x.shape[-1]
     if m < n:
         raise ValueError(f"qr: the gradient of a wide matrix ({m}x{n}, more columns than rows) is not supported here")
     Q, R = xp.qr_q(x), xp.qr_r(x)
-    M = gR @ _T(R) if gR is not None else -(_T(Q) @ gQ)
-    S = xp.triu(M) + _T(xp.triu(M, 1))
+    M = gR @ _H(R) if gR is not None else -(_H(Q) @ gQ)
+    if _cx(M):
+        up, d = xp.triu(M, 1), xp.tril(xp.triu(M))
+        S = up + _H(up) + (d + _H(d)) * 0.5
+    else:
+        S = xp.triu(M) + _T(xp.triu(M, 1))
     gA = Q @ S
     if gQ is not None:
         gA = gA + gQ
-    return gA @ _T(xp.inv(R))
+    return gA @ _H(xp.inv(R))
 
 
 def _qr_jvp(xp, x, t, want):
     """JAX's qr_jvp_rule (reduced, m >= n): with C = Qᵀ dA R⁻¹ and Ω = tril(C, -1) - its transpose
-    (skew), dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R. ``want``: "Q" or "R"."""
+    (skew), dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R. ``want``: "Q" or "R". Complex: Cᴴ for Cᵀ, and
+    Ω's diagonal i Im diag(C), which keeps R's diagonal real (JAX's correction)."""
     m, n = x.shape[-2], x.shape[-1]
     if m < n:
         raise ValueError(f"qr: the derivative of a wide matrix ({m}x{n}, more columns than rows) is not supported here")
     Q, R = xp.qr_q(x), xp.qr_r(x)
     tRi = t @ xp.inv(R)
-    C = _T(Q) @ tRi
+    C = _H(Q) @ tRi
     low = xp.tril(C, -1)
-    omega = low - _T(low)
+    omega = low - _H(low)
+    if _cx(C):
+        d = xp.tril(xp.triu(C))
+        omega = omega + (d - _H(d)) * 0.5
     return Q @ (omega - C) + tRi if want == "Q" else (C - omega) @ R
 
 
 def _th_qr(th, x):
     """Torch's Q and R with their signs turned to NumPy's (a constant per column of Q)."""
     Q, R = th.linalg.qr(x)
-    d = th.tensor(np.sign((np.linalg.qr(x.detach().numpy())[0] * Q.detach().numpy()).sum(axis=-2)))
+    d = th.tensor(np.sign((np.conj(np.linalg.qr(x.detach().numpy())[0]) * Q.detach().numpy()).real.sum(axis=-2)))
     return Q * d[..., None, :], R * d[..., :, None]
 
 
@@ -442,10 +470,10 @@ def _qr_samples(rng):
 
 
 QR_Q = defop("qr_q", lambda xp, x: xp.linalg.qr(x)[0], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gQ=g),),
-             save=(0,), kind="other", jvp=lambda ctx, t: _qr_jvp(ctx.xp, ctx.args[0], t, "Q"),
+             save=(0,), kind="other", jvp=lambda ctx, t: _qr_jvp(ctx.xp, ctx.args[0], t, "Q"), complex=True,
              samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[0])
 QR_R = defop("qr_r", lambda xp, x: xp.linalg.qr(x)[1], lambda ctx, g: (_qr_grad(ctx.xp, ctx.saved[0], gR=g),),
-             save=(0,), kind="other", jvp=lambda ctx, t: _qr_jvp(ctx.xp, ctx.args[0], t, "R"),
+             save=(0,), kind="other", jvp=lambda ctx, t: _qr_jvp(ctx.xp, ctx.args[0], t, "R"), complex=True,
              samples=_qr_samples, torch=lambda th, x: _th_qr(th, x)[1])
 
 
@@ -453,7 +481,7 @@ QR_R = defop("qr_r", lambda xp, x: xp.linalg.qr(x)[1], lambda ctx, g: (_qr_grad(
 @named("qr")
 def qr(a, mode="reduced"):
     """``(Q, R)`` with ``a = Q @ R`` (NumPy's named tuple; ``mode="reduced"`` only, or ``"r"``).
-    Differentiable for ``m >= n`` with PyTorch's formula."""
+    Differentiable for ``m >= n`` with PyTorch's formula; complex too (R's diagonal real, LAPACK's)."""
     a = as_tensor(a, "qr")
     if mode == "r":
         return run_op(QR_R, a)
