@@ -497,12 +497,26 @@ def _svd_parts(xp, x):
     return xp.svd_u(x, full=False), xp.svdvals(x), xp.svd_vh(x, full=False)
 
 
+def _svd_fixed(xp, x, full):
+    """NumPy's svd; complex: U's columns turned (``_phase``) and Vh's rows with them, so U S Vh is kept."""
+    U, S, Vh = xp.linalg.svd(x, full_matrices=full)
+    if not _cx(U):
+        return U, S, Vh
+    p = _phase(U)
+    k = min(x.shape[-2], x.shape[-1])
+    pk = _T(p[..., :k])
+    Vh = Vh * pk if Vh.shape[-2] == k else xp.concatenate([Vh[..., :k, :] * pk, Vh[..., k:, :]], axis=-2)
+    return U * _conj(p), S, Vh
+
+
 def _svd_grad(xp, x, gU=None, gS=None, gVh=None):
     """PyTorch's linalg_svd_backward (real, reduced) for one of the three gradients."""
     U, S, Vh = _svd_parts(xp, x)
     m, n = x.shape[-2], x.shape[-1]
     if gS is not None:
         return (U * gS[..., None, :]) @ Vh
+    if _cx(U):
+        return _svd_grad_complex(xp, x, U, S, Vh, gU, gVh)
     S2 = S * S
     E = S2[..., None, :] - S2[..., :, None]
     E = xp.where(E == 0, 1.0, E)
@@ -522,14 +536,69 @@ def _svd_grad(xp, x, gU=None, gS=None, gVh=None):
     return U @ inner @ Vh
 
 
+def _svd_grad_complex(xp, x, U, S, Vh, gU, gVh):
+    """PyTorch's svd_backward (complex, reduced) for the turned U or Vh: the cotangent of U in any
+    phase (``_unturned``: Vh turns with U, so gVh's phase part lands on U), then PyTorch's formula with
+    both, its imaginary diagonal term i Im diag(Uᴴ gU) / S included."""
+    m, n = x.shape[-2], x.shape[-1]
+    extra = None if gVh is None else -_T((_conj(gVh) * Vh).sum(axis=-1, keepdims=True).imag)
+    gU = _unturned(gU, U, extra)
+    S2 = S * S
+    E = S2[..., None, :] - S2[..., :, None]
+    Ed = xp.where(E == 0, 1.0, E)
+    UhgU = _H(U) @ gU
+    inner = (UhgU - _H(UhgU)) * S[..., None, :]
+    if gVh is not None:
+        VhgV = Vh @ _H(gVh)
+        inner = inner + S[..., :, None] * (VhgV - _H(VhgV))
+    inner = xp.where(E == 0, 0.0, inner / Ed)
+    im = (_conj(U) * gU).sum(axis=-2).imag / S  # Im diag(Uᴴ gU) / S
+    gA = U @ inner + U * (1j * im)[..., None, :]
+    if m > n:
+        gUS = gU / S[..., None, :]
+        gA = gA + gUS - U @ (_H(U) @ gUS)
+    gA = gA @ Vh
+    if m < n and gVh is not None:
+        SgVh = gVh / S[..., :, None]
+        gA = gA + U @ (SgVh - (SgVh @ _H(Vh)) @ Vh)
+    return gA
+
+
+def _svd_jvp_complex(xp, x, t, want, U, S, Vh):
+    """The tangent of the turned U or Vh: PyTorch's linalg_svd_jvp (dU's diagonal i Im diag(dP) / S), then
+    the turning's (``_turned_tangent``; Vh's rows turn with U's columns)."""
+    V = _H(Vh)
+    m, n = x.shape[-2], x.shape[-1]
+    dP = _H(U) @ t @ V
+    S2 = S * S
+    E = S2[..., None, :] - S2[..., :, None]
+    F = xp.where(E == 0, 0.0, 1.0 / xp.where(E == 0, 1.0, E))
+    dPS = dP * S[..., None, :]
+    dU = U @ (F * (dPS + _H(dPS))) + U * (1j * (_conj(U) * (t @ V)).sum(axis=-2).imag / S)[..., None, :]
+    if m > n:
+        tV = t @ V
+        dU = dU + (tV - U @ (_H(U) @ tV)) / S[..., None, :]
+    dU, dphi = _turned_tangent(dU, U)
+    if want == "U":
+        return dU
+    SdP = S[..., :, None] * dP
+    dV = V @ (F * (SdP + _H(SdP)))
+    if m < n:
+        tU = _H(t) @ U
+        dV = dV + (tU - V @ (Vh @ tU)) / S[..., None, :]
+    return _H(dV) + 1j * _T(dphi) * Vh
+
+
 def _svd_jvp(xp, x, t, want):
     """JAX's svd_jvp_rule (real, reduced) for one part (``want``: "S", "U" or "Vh"): with
     dP = Uᵀ dA V, dS = diag(dP); dU = U (F ∘ (dP S + S dPᵀ)), dV = V (F ∘ (S dP + dPᵀ S)),
     F_ij = 1 / (s_j² - s_i²) off the diagonal (0 on it), plus the parts of dA outside U's / V's span."""
     U, S, Vh = _svd_parts(xp, x)
-    V = _T(Vh)
+    V = _H(Vh)
     if want == "S":
-        return (U * (t @ V)).sum(axis=-2)
+        return _re((_conj(U) * (t @ V)).sum(axis=-2))
+    if _cx(U):
+        return _svd_jvp_complex(xp, x, t, want, U, S, Vh)
     m, n = x.shape[-2], x.shape[-1]
     dP = _T(U) @ t @ V
     S2 = S * S
@@ -562,7 +631,7 @@ def _svd_samples(rng):
 
 
 SVDVALS = defop("svdvals", lambda xp, x: xp.linalg.svd(x, compute_uv=False),
-                lambda ctx, g: (_svd_grad(ctx.xp, ctx.saved[0], gS=g),), save=(0,), kind="other",
+                lambda ctx, g: (_svd_grad(ctx.xp, ctx.saved[0], gS=g),), save=(0,), kind="other", complex=True,
                 jvp=lambda ctx, t: _svd_jvp(ctx.xp, ctx.args[0], t, "S"),
                 torch=lambda th, x: th.linalg.svdvals(x), samples=_svd_samples)
 
@@ -588,8 +657,14 @@ def _svd_vh_jvp(ctx, t, full):
 
 
 def _th_svd(th, x, full):
-    """Torch's U and Vh with their signs turned to NumPy's (a constant per singular vector)."""
+    """Torch's U and Vh with their signs turned to NumPy's (a constant per singular vector); complex:
+    turned as minigrad's (``_svd_fixed``), differentiably."""
     U, _, Vh = th.linalg.svd(x, full_matrices=full)
+    if x.is_complex():
+        U, p = _th_turned(th, U)
+        k = min(x.shape[-2:])
+        pk = p[..., :k].mT
+        return U, (Vh * pk if Vh.shape[-2] == k else th.cat([Vh[..., :k, :] * pk, Vh[..., k:, :]], dim=-2))
     Un = np.linalg.svd(x.detach().numpy(), full_matrices=full)[0]
     d = th.tensor(np.sign((Un * U.detach().numpy()).sum(axis=-2)))
     k = min(x.shape[-2:])
@@ -601,9 +676,9 @@ def _uvh_samples(rng):
             Sample(_sym(rng), full=True)]
 
 
-SVD_U = defop("svd_u", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full)[0], _svd_u_rule, save=(0,),
+SVD_U = defop("svd_u", lambda xp, x, full: _svd_fixed(xp, x, full)[0], _svd_u_rule, save=(0,), complex=True,
               kind="other", jvp=_svd_u_jvp, samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[0])
-SVD_VH = defop("svd_vh", lambda xp, x, full: xp.linalg.svd(x, full_matrices=full)[2], _svd_vh_rule, save=(0,),
+SVD_VH = defop("svd_vh", lambda xp, x, full: _svd_fixed(xp, x, full)[2], _svd_vh_rule, save=(0,), complex=True,
                kind="other", jvp=_svd_vh_jvp, samples=_uvh_samples, torch=lambda th, x, full: _th_svd(th, x, full)[1])
 
 
@@ -619,7 +694,10 @@ def svdvals(x):
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False):
     """``(U, S, Vh)`` with ``a = U @ (S[..., None] * Vh)`` (NumPy's named tuple), or ``S`` alone with
     ``compute_uv=False``. S's gradient is defined everywhere; U's and Vh's need distinct non-zero
-    singular values, and ``full_matrices=False`` for a non-square matrix (as PyTorch)."""
+    singular values, and ``full_matrices=False`` for a non-square matrix (as PyTorch). Complex singular
+    vectors are turned so that each column of U has its largest-modulus entry real and positive, and Vh's
+    rows with them (U S Vh is kept): the gradient of a loss that ignores the phases (``|U|``,
+    ``U diag(S) Vh``) is PyTorch's."""
     if hermitian:
         raise TypeError("svd: hermitian=True is not supported on Tensors (use eigh)")
     a = as_tensor(a, "svd")
