@@ -717,16 +717,22 @@ def _norm_samples(rng):
             Sample(x, None, 1), Sample(x, 2, 0, True), Sample(rng.standard_normal((2, 3, 4)), axis=(1, 2))]
 
 
-@composite("norm", numpy=(np.linalg.norm,), export=False, samples=_norm_samples,
+def _abs2(x):
+    """|x|², real: x * x, or Re(x conj(x)) for complex x."""
+    return (x * x.conj()).real if _cx(x) else x * x
+
+
+@composite("norm", numpy=(np.linalg.norm,), export=False, samples=_norm_samples, complex=True,
            torch=lambda th, x, ord=None, axis=None, keepdims=False: th.linalg.norm(x, ord, axis, keepdims))
 @named("norm")
 def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
     """NumPy's vector and matrix norms (``ord`` None, 'fro', 'nuc', inf, -inf, 0, 1, -1, 2, -2 or any
-    p for vectors; ``axis`` an int or a pair). The 2-norm's gradient at 0 is not defined (NaN)."""
+    p for vectors; ``axis`` an int or a pair). The 2-norm's gradient at 0 is not defined (NaN). Complex
+    inputs give real norms (of the moduli; 2, -2 and 'nuc' of the singular values)."""
     x = as_tensor(x, "norm")
     if axis is None:
         if ord is None or (ord in ("fro", "f") and x.ndim == 2):
-            out = _sum(x * x) ** 0.5
+            out = _sum(_abs2(x)) ** 0.5
             return out.reshape((1,) * x.ndim) if keepdims else out
         axis = tuple(range(x.ndim))
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
@@ -741,13 +747,13 @@ def norm(x, ord=None, axis=None, keepdims=False):  # noqa: A002 - NumPy's name
 def _vector_norm(x, ord, a, keepdims):  # noqa: A002
     ax = abs(x) if ord not in (None, 2) else None
     if ord is None or ord == 2:
-        return _sum(x * x, a, keepdims) ** 0.5
+        return _sum(_abs2(x), a, keepdims) ** 0.5
     if ord == np.inf:
         return _max(ax, axis=a, keepdims=keepdims)
     if ord == -np.inf:
         return _min(ax, axis=a, keepdims=keepdims)
     if ord == 0:
-        return _sum((x != 0).astype(x.dtype), a, keepdims)
+        return _sum((x != 0).astype(np.finfo(x.dtype).dtype), a, keepdims)
     if ord == 1:
         return _sum(ax, a, keepdims)
     if isinstance(ord, str):
@@ -760,7 +766,7 @@ def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
 
     r, c = axes
     if ord in (None, "fro", "f"):
-        out = _sum(x * x, axes, keepdims) ** 0.5
+        out = _sum(_abs2(x), axes, keepdims) ** 0.5
         return out
     if ord in (1, -1):
         s = _sum(abs(x), r, True)
@@ -780,7 +786,7 @@ def _matrix_norm(x, ord, axes, keepdims):  # noqa: A002
     return out if keepdims else out.reshape(tuple(s for i, s in enumerate(x.shape) if i not in (r, c)))
 
 
-@composite("matrix_power", numpy=(np.linalg.matrix_power,), export=False,
+@composite("matrix_power", numpy=(np.linalg.matrix_power,), export=False, complex=True,
            samples=lambda rng: [Sample(_mats(rng, shift=2.0), 3), Sample(_mats(rng, 2, shift=2.0), 0),
                                 Sample(_mats(rng, shift=3.0), -2), Sample(_mats(rng), 1)],
            torch=lambda th, x, n: th.linalg.matrix_power(x, n))
@@ -807,7 +813,7 @@ def matrix_power(a, n):
     return out
 
 
-@composite("pinv", numpy=(np.linalg.pinv,), export=False,
+@composite("pinv", numpy=(np.linalg.pinv,), export=False, complex=True,
            samples=lambda rng: [Sample(rng.standard_normal((4, 3))), Sample(rng.standard_normal((2, 3, 5)))],
            torch=lambda th, x: th.linalg.pinv(x))
 @named("pinv")
@@ -821,7 +827,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None):
     U, S, Vh = svd(a, full_matrices=False)
     big = S > _max(S, axis=-1, keepdims=True).detach() * cut
     s_inv = where(big, 1.0 / where(big, S, 1.0), 0.0)
-    return _T(Vh) @ (s_inv[..., :, None] * _T(U))
+    return _H(Vh) @ (s_inv[..., :, None] * _H(U))
 
 
 @composite("lstsq", numpy=(np.linalg.lstsq,), export=False,
