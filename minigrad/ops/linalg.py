@@ -416,6 +416,106 @@ def eigh(a, UPLO="L"):  # noqa: N803
     return EighResult(run_op(EIGVALSH, a), run_op(EIGH_VECTORS, a))
 
 
+# -- eig, eigvals (general matrices) ------------------------------------------------------------------------
+
+EigResult = namedtuple("EigResult", ["eigenvalues", "eigenvectors"])
+
+
+def _eig(xp, x):
+    """``(w, V)`` of ``xp.linalg.eig``, complex always (PyTorch's: a real matrix too, so the type does not
+    hang on the values), V's columns of norm 1 and turned (``_phase``). CuPy before v14 has no general
+    eig (cuSOLVER's geev came with CUDA 12.6): a device array without it is solved on the host and its
+    results sent back, as PyTorch's CUDA eig does (its geev runs on the CPU, synchronizing)."""
+    fn = getattr(xp.linalg, "eig", None)
+    if fn is None:
+        w, V = np.linalg.eig(xp.asnumpy(x))
+        w, V = xp.asarray(w), xp.asarray(V)
+    else:
+        w, V = fn(x)
+    ct = np.result_type(x.dtype, np.complex64)
+    w, V = w.astype(ct), V.astype(ct)
+    return w, V * _conj(_phase(V))
+
+
+def _eig_gaps(xp, L):
+    """E_ij = L_j - L_i; raises where eigenvalues repeat (the eigenvectors' derivative is not defined)."""
+    E = L[..., None, :] - L[..., :, None]
+    n = L.shape[-1]
+    Ea = _batched.innermost(E)
+    if int((Ea == 0).sum()) > n * (Ea.size // (n * n) if n else 0):
+        raise ValueError("eig: the derivative of the eigenvectors is not defined where eigenvalues repeat "
+                         f"(eigenvalues {L}); differentiate the eigenvalues alone (eigvals), or perturb the input")
+    return E
+
+
+def _eigvals_rule(ctx, g):
+    xp = ctx.xp  # PyTorch's: gA = V⁻ᴴ diag(g) Vᴴ
+    Vh = _H(xp.eig_vectors(ctx.saved[0]))
+    return (xp.solve(Vh, g[..., :, None] * Vh),)
+
+
+def _eigvals_jvp(ctx, t):
+    xp = ctx.xp  # dL = diag(V⁻¹ dA V)
+    V = xp.eig_vectors(ctx.args[0])
+    return (xp.inv(V) * _T(t @ V)).sum(axis=-1)
+
+
+def _eig_vectors_rule(ctx, g):
+    """PyTorch's linalg_eig_backward for V (norm-1 columns): gA = V⁻ᴴ ((Vᴴg - VᴴV Re diag(Vᴴg)) / conj(E)) Vᴴ
+    off the diagonal, from the cotangent of V in any phase (``_unturned``)."""
+    xp, V = ctx.xp, ctx.out
+    E = _eig_gaps(xp, xp.eigvals(ctx.saved[0]))
+    g = _unturned(g, V)
+    Vh = _H(V)
+    VhgV = Vh @ g - Vh @ (V * _re((_conj(V) * g).sum(axis=-2, keepdims=True)))
+    gA = xp.where(E == 0, 0.0, VhgV / xp.where(E == 0, 1.0, _conj(E)))
+    return (xp.solve(Vh, gA @ Vh),)
+
+
+def _eig_vectors_jvp(ctx, t):
+    """PyTorch's linalg_eig_jvp for V: dV = V (V⁻¹ dA V / E) less V Re diag(Vᴴ that) (norm 1), then
+    the turning's (``_turned_tangent``)."""
+    xp, V = ctx.xp, ctx.out
+    E = _eig_gaps(xp, xp.eigvals(ctx.args[0]))
+    dP = xp.solve(V, t @ V)
+    dV = V @ xp.where(E == 0, 0.0, dP / xp.where(E == 0, 1.0, E))
+    dV = dV - V * _re((_conj(V) * dV).sum(axis=-2, keepdims=True))
+    return _turned_tangent(dV, V)[0]
+
+
+def _eig_samples(rng):
+    return [Sample(_mats(rng)), Sample(_mats(rng, 2, n=2)),
+            Sample(np.array([[0.0, -2.0, 0.3], [1.5, 0.1, 0.0], [0.2, 0.4, 1.0]]))]  # a complex pair
+
+
+EIGVALS = defop("eigvals", lambda xp, x: _eig(xp, x)[0], _eigvals_rule, save=(0,), kind="other", complex=True,
+                jvp=_eigvals_jvp, samples=_eig_samples, torch=lambda th, x: th.linalg.eig(x)[0])
+EIG_VECTORS = defop("eig_vectors", lambda xp, x: _eig(xp, x)[1], _eig_vectors_rule, save=(0,), save_out=True,
+                    kind="other", complex=True, jvp=_eig_vectors_jvp, samples=_eig_samples,
+                    torch=lambda th, x: _th_turned(th, th.linalg.eig(x)[1])[0])
+
+
+@public(EIGVALS, export=False, numpy=(np.linalg.eigvals,))
+@named("eigvals")
+def eigvals(a):
+    """The eigenvalues of each square matrix, complex (a real matrix's too, as ``torch.linalg.eigvals``;
+    NumPy's are real when all are); gradient V⁻ᴴ diag(g) Vᴴ."""
+    return run_op(EIGVALS, as_tensor(a, "eigvals"))
+
+
+@public(EIG_VECTORS, export=False, numpy=(np.linalg.eig,))
+@named("eig")
+def eig(a):
+    """``(eigenvalues, eigenvectors)`` of each square matrix (a named tuple), complex as
+    ``torch.linalg.eig``'s (a real matrix's too). The eigenvectors have norm 1 and are turned so that
+    each one's entry of largest modulus is real and positive (LAPACK's geev's choice, made for a real
+    matrix's real eigenvectors too): the gradient of a loss that ignores the phases (``|V|``,
+    ``V diag(w) V⁻¹``) is PyTorch's. Their gradient needs distinct eigenvalues. On a device whose CuPy
+    has no ``linalg.eig`` it is computed on the host."""
+    a = as_tensor(a, "eig")
+    return EigResult(run_op(EIGVALS, a), run_op(EIG_VECTORS, a))
+
+
 # -- qr ----------------------------------------------------------------------------------------------
 
 QRResult = namedtuple("QRResult", ["Q", "R"])
