@@ -1,5 +1,7 @@
 """``np.linalg`` on Tensors (``mg.linalg``): inv, det, slogdet, solve, cholesky, eigh, eigvalsh,
-svd, svdvals, norm, matrix_power, pinv, lstsq, batched over leading axes as NumPy does.
+eig, eigvals, svd, svdvals, norm, matrix_power, pinv, lstsq, batched over leading axes as NumPy does.
+All take complex matrices too, with PyTorch's gradients (docs/complex.md, "Linear algebra":
+conjugate transposes, Hermitian triangles, the phases of complex vectors).
 
 Gradients are PyTorch's formulas. Where a result has several parts (eigh's eigenvalues and
 eigenvectors, svd's U, S, Vh), each part is its own op whose rule recomputes the others it
@@ -74,7 +76,8 @@ def _sym_of_lower(t, xp, upper=False):
 # returned turned so that its entry of largest modulus is real and positive (LAPACK's geev's choice),
 # which makes it a function of the input that gradcheck can hold its rules to; a loss that does not
 # depend on the phase (PyTorch's condition) gets PyTorch's gradient. The rules take PyTorch's formulas,
-# which hold for any phase, and move the cotangent or tangent across the turning (``_unturn``, ``_turned``).
+# which hold for any phase, and move the cotangent or tangent across the turning (``_unturned``,
+# ``_turned_tangent``).
 
 
 def _peak(V):
@@ -930,7 +933,7 @@ def pinv(a, rcond=None, hermitian=False, *, rtol=None):
     return _H(Vh) @ (s_inv[..., :, None] * _H(U))
 
 
-@composite("lstsq", numpy=(np.linalg.lstsq,), export=False,
+@composite("lstsq", numpy=(np.linalg.lstsq,), export=False, complex=True,
            samples=lambda rng: [Sample(rng.standard_normal((5, 3)), rng.standard_normal((5, 2))),
                                 Sample(rng.standard_normal((4, 3)), rng.standard_normal(4))])
 @named("lstsq")
@@ -948,7 +951,7 @@ def lstsq(a, b, rcond=None):
     x = pinv(a, rcond=eps) @ b
     if rank == n and m > n:
         r = matmul(a, x) - b
-        res = _sum(r * r, 0)
+        res = _sum(_abs2(r), 0)
         res = res.reshape(1) if res.ndim == 0 else res
     else:
         from .meta import zeros_like
