@@ -119,7 +119,7 @@ def test_numpy_scalar_operator_tensor_returns_a_tensor():
     (lambda x: np.fft.hfft(x), "numpy.fft.hfft"),
     (lambda x: np.unique(x), "numpy.unique"),
     (lambda x: np.i0(x), "numpy.i0"),
-    (lambda x: np.linalg.eigvals(x.reshape(2, 2)), "numpy.linalg.eigvals"),
+    (lambda x: np.linalg.cond(x.reshape(2, 2)), "numpy.linalg.cond"),  # (eigvals has an op now: issue 41)
     (lambda x: np.add.reduce(x), "numpy.add.reduce"),
     (lambda x: np.multiply.outer(x, x), "numpy.multiply.outer"),
 ])
