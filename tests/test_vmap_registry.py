@@ -29,7 +29,7 @@ REFUSED = {
     "view_as": ({"middle"}, "not compatible with the strides", "as view"),
 }
 # ops whose batching is still wrong or falls back unlisted (being fixed: this set only shrinks)
-NOT_YET = {'lstsq'}
+NOT_YET: set = set()
 
 
 def _samples(op):

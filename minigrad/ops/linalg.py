@@ -946,8 +946,12 @@ def lstsq(a, b, rcond=None):
     s = svdvals(a)
     m, n = a.shape
     eps = np.finfo(a.dtype).eps * max(m, n) if rcond is None else rcond
-    sd = _be.to_numpy(s.detach().data)
-    rank = int((sd > eps * sd.max()).sum()) if sd.size else 0
+    sd = _be.to_numpy(_batched.innermost(s.detach().data))  # under vmap: every element's, the batch axes first
+    ranks = (sd > eps * sd.max(-1, keepdims=True)).sum(-1) if sd.size else np.zeros(sd.shape[:-1], dtype=int)
+    if ranks.size and ranks.min() != ranks.max():
+        raise RuntimeError(f"lstsq: vmap: the rank differs between the batch elements ({sorted(set(ranks.ravel().tolist()))}); "
+                           "the residuals' shape depends on it, so vmap needs one rank for every element")
+    rank = int(ranks.ravel()[0]) if ranks.size else 0
     x = pinv(a, rcond=eps) @ b
     if rank == n and m > n:
         r = matmul(a, x) - b
