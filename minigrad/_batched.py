@@ -1013,9 +1013,17 @@ def _copy(fn, x, dtype=None, copy=None, **kw):
     if x.__class__ is not BatchedArray:
         raise NoBatchRule(f"{fn.__name__} of a structure holding batched arrays")
     if fn.__name__ in ("asarray", "asanyarray") or (fn.__name__ == "array" and copy is False):
-        return x if dtype is None or np.dtype(dtype) == x.dtype else x.astype(dtype)
+        x = x if dtype is None or np.dtype(dtype) == x.dtype else x.astype(dtype)
+        p = _phys_call(fn.__name__, fn, (x.p,), {})  # the module's own: CuPy's moves a host array to the device
+        return x if p is x.p else BatchedArray(x.level, p)
     p = x.p if dtype is None else x.p.astype(dtype)
     return BatchedArray(x.level, p.copy() if p is x.p else p)
+
+
+@rule("asnumpy")
+def _asnumpy(fn, x, *args, **kw):
+    """CuPy's ``asnumpy``: the physical array to the host (an op that computes there: eig on CuPy < 14)."""
+    return BatchedArray(x.level, _phys_call("asnumpy", fn, (x.p,) + args, kw))
 
 
 @rule("shape")
