@@ -82,8 +82,9 @@ def conj(a):
 
 def complex_twin(op):
     """What a Node with a complex output records for ``op``: ``op`` itself, or for a holomorphic op
-    its twin whose rule is ``holomorphic(op.rule)`` (made again only when the rule was replaced;
-    real Nodes keep the text itself)."""
+    its twin whose rule is ``holomorphic(op.rule)``, or ``op.rule.complex_rule`` where the op's row
+    places the conjugates itself (made again only when the rule was replaced; real Nodes keep the
+    text itself)."""
     if op.complex != "holomorphic" or op.rule is None:
         return op
     op = getattr(op, "op", op)  # (a registry entry run as its op: the record itself)
@@ -93,6 +94,10 @@ def complex_twin(op):
         for s in Op.__slots__:
             setattr(t, s, getattr(op, s))
         t.rule, t.twin = holomorphic(op.rule), None
+        placed = getattr(op.rule, "complex_rule", None)  # the same rule with its conjugates placed by hand
+        if placed is not None:                            # (fewer array calls than conj(rule(conj g)))
+            placed.real_rule = op.rule
+            t.rule = placed
         op.twin = t
     return t
 
@@ -196,9 +201,9 @@ def run_op(op: Op, *args, **params):
     r = wrap(out)                                         # 3. the output
     if op.view and (op.view is True or out.size == 0 or _xp.shares_memory(out, datas[0])):  # empty: a view still
         _share_storage(r, args[0])
-    if record and out.dtype.kind in "fc":                 # 4. the record (complex_twin: a holomorphic op's complex rule)
-        n = r._node = _record(op if out.dtype.kind == "f" else complex_twin(op), args, datas, params, aux, out,
-                              r._storage, mode)
+    kind = out.dtype.kind
+    if record and kind in "fc":                           # 4. the record (complex_twin: a holomorphic op's complex rule)
+        n = r._node = _record(op if kind == "f" else complex_twin(op), args, datas, params, aux, out, r._storage, mode)
         r._requires_grad = True
         if op.view:
             n.view_version = r._storage.version

@@ -94,6 +94,21 @@ def _mul_rule(ctx, g):
     return (None if y is None else g * y), (None if x is None else g * x)
 
 
+def _mul_complex_rule(ctx, g):
+    """``_mul_rule`` for a complex output, its conjugates placed (engine.complex_twin): g conj(y), g conj(x)."""
+    x, y = ctx.saved
+    if x is y and x is not None and ctx.parents[0] is ctx.parents[1]:
+        return ctx.xp.scaled_mul(g, conj(x), c=2.0), None
+    return (None if y is None else g * _cj(y)), (None if x is None else g * _cj(x))
+
+
+def _cj(v):
+    """The conjugate of a saved operand: an array or Tensor (engine.conj), or a Python number."""
+    return conj(v) if hasattr(v, "dtype") else v.conjugate()
+
+
+_mul_rule.complex_rule = _mul_complex_rule
+
 mul = row("mul", lambda xp, x, y: x * y, _mul_rule, family=BINARY, save_for_others=True, ufunc="multiply",
           samples=_binary_samples, torch=lambda th, x, y: x * y, dunders=("__mul__", "__rmul__"),
           numpy=(np.multiply,), doc="x * y with NumPy broadcasting.", complex="holomorphic")
@@ -250,7 +265,14 @@ TANH_BACKWARD = defop("tanh_backward", _tanh_backward_fwd, _tanh_backward_rule, 
                       torch=lambda th, g, y: g * (1 - y * y), complex="holomorphic")
 
 
-tanh = row("tanh", lambda xp, x: xp.tanh(x), lambda ctx, g: (ctx.xp.tanh_backward(g, ctx.out),), family=UNARY,
+def _tanh_rule(ctx, g):
+    return (ctx.xp.tanh_backward(g, ctx.out),)
+
+
+# a complex output's: g (1 - conj(y)²), one conjugate (engine.complex_twin)
+_tanh_rule.complex_rule = lambda ctx, g: (ctx.xp.tanh_backward(g, conj(ctx.out)),)
+
+tanh = row("tanh", lambda xp, x: xp.tanh(x), _tanh_rule, family=UNARY,
            save_out=True, samples=_unary_samples(), numpy=(np.tanh,), complex="holomorphic")
 
 
