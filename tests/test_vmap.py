@@ -211,6 +211,11 @@ def test_vmap_of_grad_vjp_jvp_hessian():
     # vmap(hessian)
     sm, st = _both(lambda m: lambda x: (m.sin(x) ** 3).sum() * x.prod())
     _close(F.vmap(F.hessian(sm))(mgt(X)), torch.func.vmap(torch.func.hessian(st))(tht(X)))
+    # indexing under two levels (its backward, index_add, batches there too: no per-element loop)
+    im, it = _both(lambda m: lambda x: (m.sin(x) ** 3).sum() * x[0])
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="vmap: op")  # minigrad's fallback warning
+        _close(F.vmap(F.hessian(im))(mgt(X)), torch.func.vmap(torch.func.hessian(it))(tht(X)))
     # vmap(jacrev), vmap(jacfwd)
     _close(F.vmap(F.jacrev(hm))(mgt(X)), torch.func.vmap(torch.func.jacrev(ht))(tht(X)))
     _close(F.vmap(F.jacfwd(hm))(mgt(X)), torch.func.vmap(torch.func.jacfwd(ht))(tht(X)))
