@@ -57,6 +57,19 @@ BATCH, CONTEXT, RNN_SEQ, RNN_HIDDEN, DROPOUT = 16, 64, 32, 128, 0.2
 GPT_LR, RNN_LR, WEIGHT_DECAY, BETAS = 3e-3, 3e-3, 0.1, (0.9, 0.98)
 
 
+
+def _xent_floor(z, rows, yf):
+    """The floors' mean cross-entropy of logits ``z`` (changed in place) at targets ``yf``, and its
+    gradient with respect to ``z`` (in place too): softmax less the one-hot, over the rows."""
+    z -= z.max(1, keepdims=True)
+    e = np.exp(z)
+    s = e.sum(1, keepdims=True)
+    loss = (np.log(s[:, 0]) - z[rows, yf]).mean()
+    e /= s
+    e[rows, yf] -= 1
+    e *= np.float32(1 / len(rows))
+    return loss, e
+
 def torch_example(name, torch):
     """examples/<name>.py loaded again with ``minigrad`` bound to ``torch``: the example's model in torch."""
     spec = importlib.util.spec_from_file_location(f"{name}_torch", os.path.join(EXAMPLES, f"{name}.py"))
@@ -220,14 +233,7 @@ def gpt_floor(model, x, y, p=DROPOUT):
             caches.append((a1, c1, q, kk, v, att, ma, attd, yh, mr, a2, c2, f, phi, g, mm))
         af, cf = _ln(h, P("transformer.ln_f.weight"), P("transformer.ln_f.bias"))
         af2 = af.reshape(B * T, C)
-        z = af2 @ wte.T
-        z -= z.max(1, keepdims=True)
-        e = np.exp(z)
-        s = e.sum(1, keepdims=True)
-        loss = (np.log(s[:, 0]) - z[rows, yf]).mean()
-        e /= s
-        e[rows, yf] -= 1
-        e *= np.float32(1 / (B * T))
+        loss, e = _xent_floor(af2 @ wte.T, rows, yf)
         G = [None] * len(params)
         G[at["transformer.wte.weight"]] = e.T @ af2
         gh, G[at["transformer.ln_f.weight"]], G[at["transformer.ln_f.bias"]] = _ln_back(
@@ -342,14 +348,7 @@ def rnn_floor(model, x, y, p=DROPOUT):
             saved.append((inp, gates, hs, cs, tcs, mask))
             inp = hs[1:] * mask
         hflat = inp.transpose(1, 0, 2).reshape(B * T, H)
-        z = hflat @ Wo.T + bo
-        z -= z.max(1, keepdims=True)
-        e = np.exp(z)
-        s = e.sum(1, keepdims=True)
-        loss = (np.log(s[:, 0]) - z[rows, yf]).mean()
-        e /= s
-        e[rows, yf] -= 1
-        e *= np.float32(1 / (B * T))
+        loss, e = _xent_floor(hflat @ Wo.T + bo, rows, yf)
         G = [None] * len(params)
         G[-2], G[-1] = e.T @ hflat, e.sum(0)
         dinp = (e @ Wo).reshape(B, T, H).transpose(1, 0, 2)
