@@ -27,6 +27,7 @@ from . import _batched
 from . import _pytree
 from . import _state
 from . import backend as _be
+from ._util import NOARG, pick
 from .backward import grad as _grad
 from .engine import Node, run_op
 from .forward_ad import dual_level, make_dual, tangent_of, unpack_dual
@@ -389,7 +390,8 @@ def hvp(func, primals, tangents):
 _MISSING = object()
 
 
-def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights=True, strict=False):
+def functional_call(module, params_and_buffers=NOARG, args=None, kwargs=None, *, tie_weights=True, strict=False,
+                    parameter_and_buffer_dicts=NOARG):
     """``module(*args, **kwargs)`` with the given Tensors in place of its parameters and buffers, as
     ``torch.func.functional_call``: the module is the same object before and after (its own tensors
     are put back, even when the call raises).
@@ -397,9 +399,10 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     Args:
         module: an ``nn.Module`` (anything with ``named_modules``, ``named_parameters`` and
             ``named_buffers``).
-        parameter_and_buffer_dicts: a dict from dotted names (``"0.weight"``, as
-            ``named_parameters`` gives them) to Tensors, or a tuple of such dicts (no name twice).
-            The Tensors may be batched (``vmap``) or differentiated (``grad``).
+        params_and_buffers: a dict from dotted names (``"0.weight"``, as ``named_parameters``
+            gives them) to Tensors, or a tuple of such dicts (no name twice). The Tensors may be
+            batched (``vmap``) or differentiated (``grad``). PyTorch's keyword for it,
+            ``parameter_and_buffer_dicts=``, is taken too.
         args: the positional arguments (a tuple; anything else is the one argument).
         kwargs: the keyword arguments.
         tie_weights: a tensor the module holds under several names (tied weights) is replaced under
@@ -413,7 +416,11 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     >>> mg.func.vmap(mg.func.grad(loss), in_dims=(None, 0, 0))(params, x, y)
     """
     name = "func.functional_call"
-    given = _merge_dicts(parameter_and_buffer_dicts, name)
+    given = pick("params_and_buffers", params_and_buffers, "parameter_and_buffer_dicts", parameter_and_buffer_dicts,
+                 NOARG, name)
+    if given is NOARG:
+        raise TypeError(f"{name}: missing the parameters and buffers (params_and_buffers: a dict of Tensors)")
+    given = _merge_dicts(given, name)
     own = _named_tensors(module, name)
     if tie_weights:
         given = _tie(given, own, name)
