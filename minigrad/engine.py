@@ -49,11 +49,10 @@ class Op:
       forward on the physical arrays, aligned); None: the forward batches its own array calls.
     - ``complex``: what the op does with complex operands (docs/complex.md). False: it refuses them,
       naming itself (``run_op``); ``"holomorphic"``: the rule is written for real numbers as
-      ``g f'(x)`` and serves complex ones as ``conj(rule(conj(g)))``: a Node with a complex output
-      records the op's ``complex_twin``, whose rule is that (``holomorphic``, below), so a real
-      pass calls the text itself;
-      True: the rule's text is right for complex numbers as it stands (its conjugates placed, or
-      real coefficients only: views, sums, indexing).
+      ``g f'(x)``, and a Node with a complex output records ``twin`` instead, the same op with the
+      rule for complex numbers (the registry derives it: ``ops/_registry.complex_twin``), so a real
+      pass calls the text itself; True: the rule's text is right for complex numbers as it stands
+      (its conjugates placed, or real coefficients only: views, sums, indexing).
     """
 
     __slots__ = ("name", "forward", "rule", "save", "save_at", "save_for_others", "save_out", "aux", "broadcast", "view",
@@ -73,48 +72,6 @@ class Op:
 
     def __repr__(self):
         return f"<Op {self.name}>"
-
-
-def conj(a):
-    """The complex conjugate of an array or a Tensor; a real one itself (no copy, no op recorded)."""
-    return a.conj() if a.dtype.kind == "c" else a
-
-
-def complex_twin(op):
-    """What a Node with a complex output records for ``op``: ``op`` itself, or for a holomorphic op
-    its twin whose rule is ``holomorphic(op.rule)``, or ``op.rule.complex_rule`` where the op's row
-    places the conjugates itself (made again only when the rule was replaced; real Nodes keep the
-    text itself)."""
-    if op.complex != "holomorphic" or op.rule is None:
-        return op
-    op = getattr(op, "op", op)  # (a registry entry run as its op: the record itself)
-    t = op.twin
-    if t is None or getattr(t.rule, "real_rule", None) is not op.rule:
-        t = object.__new__(Op)
-        for s in Op.__slots__:
-            setattr(t, s, getattr(op, s))
-        t.rule, t.twin = holomorphic(op.rule), None
-        placed = getattr(op.rule, "complex_rule", None)  # the same rule with its conjugates placed by hand
-        if placed is not None:                            # (fewer array calls than conj(rule(conj g)))
-            placed.real_rule = op.rule
-            t.rule = placed
-        op.twin = t
-    return t
-
-
-def holomorphic(rule):
-    """The gradient rule of a holomorphic op, from its text for real numbers. PyTorch's convention
-    sends ``g conj(f'(z))`` back through ``z -> f(z)`` (docs/complex.md); a rule written as
-    ``g f'(x)`` (``mul``: ``g y``) gives that as ``conj(rule(conj(g)))``, and is called as it
-    stands when ``g`` is real. ``.real_rule`` is the text itself: its forward-mode rule
-    (``forward_ad.elementwise_jvp``) is ``f'(z) t``, the text applied to the tangent."""
-    def rule_on_complex(ctx, g, **params):
-        if g.dtype.kind != "c":
-            return rule(ctx, g, **params)
-        return tuple(None if d is None else conj(d) for d in rule(ctx, g.conj(), **params))
-
-    rule_on_complex.real_rule = rule
-    return rule_on_complex
 
 
 class Node:
@@ -202,8 +159,9 @@ def run_op(op: Op, *args, **params):
     if op.view and (op.view is True or out.size == 0 or _xp.shares_memory(out, datas[0])):  # empty: a view still
         _share_storage(r, args[0])
     kind = out.dtype.kind
-    if record and kind in "fc":                           # 4. the record (complex_twin: a holomorphic op's complex rule)
-        n = r._node = _record(op if kind == "f" else complex_twin(op), args, datas, params, aux, out, r._storage, mode)
+    if record and kind in "fc":                           # 4. the record (``twin``: a holomorphic op's complex rule)
+        n = r._node = _record(op if kind == "f" or op.twin is None else op.twin, args, datas, params, aux, out,
+                              r._storage, mode)
         r._requires_grad = True
         if op.view:
             n.view_version = r._storage.version
@@ -340,7 +298,7 @@ def _outputs(op, outs, args, datas, params, aux, record, mode):
     outs = tuple(_as_array(o) for o in outs)
     ts = tuple(wrap(o) for o in outs)
     if record and any(o.dtype.kind in "fc" for o in outs):
-        twin = complex_twin(op) if any(o.dtype.kind == "c" for o in outs) else op
+        twin = op.twin if op.twin is not None and any(o.dtype.kind == "c" for o in outs) else op
         n = _record(twin, args, datas, params, aux, outs[0], ts[0]._storage, mode, len(outs))
         for k, t in enumerate(ts):
             if t.data.dtype.kind in "fc":

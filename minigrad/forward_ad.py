@@ -224,12 +224,12 @@ def elementwise_jvp(ctx, *ts, **params):
     The rule is asked for one input's gradient at a time (``ctx.parents``), and reads the inputs it
     saves (``ctx.saved``; with ``save_for_others``, not that input itself, as in a backward where it alone
     needs a gradient). For complex numbers: a holomorphic op's gradient rule is ``conj(text(conj(g)))``
-    (engine.holomorphic), its text for real numbers being ``g f'(x)``, so its tangent is that text on
+    (ops/_registry.holomorphic: the op's ``twin``), its text for real numbers being ``g f'(x)``, so its tangent is that text on
     ``t``, ``f'(z) t`` (= conj(vjp(conj(t)))); an op whose rule is right for complex numbers as written
     (``complex=True``) is linear with real coefficients (``where``, ``add``: the rule on ``t`` is its
     tangent), or gives its own ``jvp`` (``abs``, ``angle``: not holomorphic)."""
     op, args, xp = ctx.op, ctx.args, ctx.xp
-    rule = getattr(op.rule, "real_rule", op.rule)
+    rule = op.rule  # the text itself (a complex Node's rule is the op's twin's)
     n = len(args)
     save = op.save_at if op.save_at is not None else _positions(op.save, n)
     if save and save[-1] >= n:

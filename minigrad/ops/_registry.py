@@ -24,6 +24,49 @@ from ..errors import NAMED_ERRORS, reraise
 from ..forward_ad import derive, linear_jvp, multilinear_jvp  # noqa: F401 - derived forward-mode rules, named in op rows
 
 
+# -- complex numbers: the rule a holomorphic op's complex Nodes record -------------------------------
+
+def conj(a):
+    """The complex conjugate of an array or a Tensor; a real one itself (no copy, no op recorded)."""
+    return a.conj() if a.dtype.kind == "c" else a
+
+
+def complex_twin(op):
+    """``op.twin`` of a holomorphic op (``engine.Op``): what a Node with a complex output records, the
+    same op with ``holomorphic(op.rule)``, or ``op.rule.complex_rule`` where the op's row places the
+    conjugates itself (real Nodes keep the text itself). Made by ``defop``; ``op`` when there is none."""
+    if op.complex != "holomorphic" or op.rule is None:
+        return op
+    t = op.twin
+    if t is None:
+        t = object.__new__(Op)
+        for s in Op.__slots__:
+            setattr(t, s, getattr(op, s))
+        t.rule, t.twin = holomorphic(op.rule), None
+        placed = getattr(op.rule, "complex_rule", None)  # the same rule with its conjugates placed by hand
+        if placed is not None:                            # (fewer array calls than conj(rule(conj g)))
+            placed.real_rule = op.rule
+            t.rule = placed
+        op.twin = t
+    return t
+
+
+def holomorphic(rule):
+    """The gradient rule of a holomorphic op, from its text for real numbers. PyTorch's convention
+    sends ``g conj(f'(z))`` back through ``z -> f(z)`` (docs/complex.md); a rule written as
+    ``g f'(x)`` (``mul``: ``g y``) gives that as ``conj(rule(conj(g)))``, and is called as it
+    stands when ``g`` is real. ``.real_rule`` is the text itself: its forward-mode rule
+    (``forward_ad.elementwise_jvp``) is ``f'(z) t``, the text applied to the tangent."""
+    def rule_on_complex(ctx, g, **params):
+        if g.dtype.kind != "c":
+            return rule(ctx, g, **params)
+        return tuple(None if d is None else conj(d) for d in rule(ctx, g.conj(), **params))
+
+    rule_on_complex.real_rule = rule
+    return rule_on_complex
+
+
+
 class Sample:
     """One set of inputs for an op's tests: ``Sample(*args, **kwargs)``.
 
@@ -147,6 +190,7 @@ def defop(name, forward, rule=None, *, samples=None, torch=None, complex_samples
                         "op's is derived: give jvp= (linear_jvp(i) for an op linear in input i, multilinear_jvp() for "
                         "one linear in each input, or a rule jvp(ctx, *tangents, **params)), or kind='elementwise'")
     op = OPS[name] = Op(name, forward, rule, **options)
+    complex_twin(op)  # a holomorphic op's rule for complex outputs (Op.twin)
     _REGISTRY[name] = Entry(op, samples, torch, complex_samples)
     return op
 

@@ -15,8 +15,8 @@ import numpy as np
 
 from .. import _batched
 from ..creation import as_tensor
-from ..engine import conj as _conj, run_op
-from ._registry import Sample, composite, defop, linear_jvp, named, public
+from ..engine import run_op
+from ._registry import Sample, composite, conj as _conj, defop, linear_jvp, named, public
 from .elementwise import _r
 
 

@@ -14,10 +14,10 @@ import cmath
 
 import numpy as np
 
-from ..engine import conj, run_op
+from ..engine import run_op
 from ..errors import ComplexNotSupported
 from ..tensor import Tensor
-from ._registry import randn as _r, Family, Sample, composite, defop, named, public, row
+from ._registry import randn as _r, Family, Sample, composite, conj, defop, named, public, row
 
 
 def _binary_samples(rng, low=None):
@@ -95,7 +95,7 @@ def _mul_rule(ctx, g):
 
 
 def _mul_complex_rule(ctx, g):
-    """``_mul_rule`` for a complex output, its conjugates placed (engine.complex_twin): g conj(y), g conj(x)."""
+    """``_mul_rule`` for a complex output, its conjugates placed (_registry.complex_twin): g conj(y), g conj(x)."""
     x, y = ctx.saved
     if x is y and x is not None and ctx.parents[0] is ctx.parents[1]:
         return ctx.xp.scaled_mul(g, conj(x), c=2.0), None
@@ -103,7 +103,7 @@ def _mul_complex_rule(ctx, g):
 
 
 def _cj(v):
-    """The conjugate of a saved operand: an array or Tensor (engine.conj), or a Python number."""
+    """The conjugate of a saved operand: an array or Tensor (_registry.conj), or a Python number."""
     return conj(v) if hasattr(v, "dtype") else v.conjugate()
 
 
@@ -269,7 +269,7 @@ def _tanh_rule(ctx, g):
     return (ctx.xp.tanh_backward(g, ctx.out),)
 
 
-# a complex output's: g (1 - conj(y)²), one conjugate (engine.complex_twin)
+# a complex output's: g (1 - conj(y)²), one conjugate (_registry.complex_twin)
 _tanh_rule.complex_rule = lambda ctx, g: (ctx.xp.tanh_backward(g, conj(ctx.out)),)
 
 tanh = row("tanh", lambda xp, x: xp.tanh(x), _tanh_rule, family=UNARY,

@@ -22,8 +22,8 @@ import numpy as np
 from .. import _batched
 from .. import backend as _be
 from ..creation import as_tensor
-from ..engine import conj as _conj, run_op
-from ._registry import Sample, composite, defop, named, public
+from ..engine import run_op
+from ._registry import Sample, composite, conj as _conj, defop, named, public
 from .elementwise import where
 from .matmul import matmul
 from .reduce import max as _max, min as _min, sum as _sum
