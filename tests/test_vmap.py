@@ -459,3 +459,14 @@ def test_errors_name_the_problem():
         F.vmap(lambda a: a, out_dims=None)(x)
     with pytest.raises(ValueError, match="randomness must be one of"):
         F.vmap(lambda a: a, randomness="sometimes")
+
+
+def test_vmap_and_vmap_of_grad_gradcheck_in_every_composition():
+    """vmap's two ops (a batch axis in, out) and a per-element gradient under vmap, held to finite
+    differences to order 2 in both modes: the four compositions (reverse or forward over reverse or
+    forward) of the batched computation."""
+    x = mg.tensor(_data((3, 4), 7), requires_grad=True)
+    f = lambda x: F.vmap(lambda r: mg.sin(r) * r.sum(), in_dims=1, out_dims=0)(x)  # noqa: E731
+    assert mg.gradcheck(f, [x], modes=("rev", "fwd"), order=2)
+    g = lambda x: F.vmap(F.grad(lambda r: (mg.sin(r) ** 2).sum() * r[0]))(x)  # noqa: E731
+    assert mg.gradcheck(g, [x], modes=("rev", "fwd"), order=2)
